@@ -1,0 +1,42 @@
+# The two set-up commands: `make demo` and `make test`. Both install what they need first.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-fast sanitize bench clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: a small MLP trained data-parallel on 4 processes through the launcher.
+demo: build
+	bash scripts/demo.sh $(BUILD)
+
+# Everything: the full suite, then the store/transport tests under ASan+UBSan and TSan.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	$(MAKE) sanitize
+
+test-fast: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+
+# Builds only the tests labelled "sanitize" (store, transport, common) in sanitizer builds.
+sanitize:
+	bash scripts/sanitize.sh $(ASAN_BUILD) address
+	bash scripts/sanitize.sh $(TSAN_BUILD) thread
+
+bench: build
+	bash bench/run_all.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -1,0 +1,21 @@
+# `cmake --install` puts the headers, the library, spmdConfig.cmake (target spmd::spmd),
+# spmdrun and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS spmd EXPORT spmdTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/spmd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+install(FILES ${CMAKE_BINARY_DIR}/include/spmd/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/spmd)
+install(EXPORT spmdTargets NAMESPACE spmd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
+
+configure_package_config_file(cmake/spmdConfig.cmake.in ${CMAKE_BINARY_DIR}/spmdConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/spmdConfigVersion.cmake
+                                 COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/spmdConfig.cmake ${CMAKE_BINARY_DIR}/spmdConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
+
+configure_file(cmake/spmd.pc.in ${CMAKE_BINARY_DIR}/spmd.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/spmd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,10 @@
+# SPMD_SANITIZE=address builds everything with ASan + UBSan; =thread with TSan.
+if(SPMD_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(SPMD_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT SPMD_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "SPMD_SANITIZE must be '', 'address' or 'thread', not '${SPMD_SANITIZE}'")
+endif()

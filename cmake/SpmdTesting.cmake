@@ -1,0 +1,16 @@
+# spmd_add_gtest(NAME SOURCES a.cpp b.cpp [LABELS l1 l2] [TIMEOUT s])
+# One gtest executable, registered as one ctest test per executable (fast to list; gtest
+# itself reports each case). Label "sanitize" marks tests the sanitizer builds run.
+include(GoogleTest)
+find_package(GTest REQUIRED)
+function(spmd_add_gtest name)
+  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;LABELS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE spmd_internal GTest::gtest GTest::gtest_main)
+  spmd_set_warnings(${name})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
+endfunction()

@@ -1,0 +1,150 @@
+// ProcessGroup: the world and its subgroups, and every collective on them (DESIGN.md §3).
+// Roots, destinations and sources are GLOBAL ranks, as in torch.distributed. Operations of
+// one group run in issue order on the group's queue; the sync forms are `*_async(...).wait()`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spmd/store.hpp"
+#include "spmd/tensor.hpp"
+#include "spmd/work.hpp"
+
+namespace spmd {
+
+struct GroupOptions {
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);  // per operation
+  std::string backend = "native";                                 // "native" (tcp [+ shm])
+};
+
+// One element of batch_isend_irecv.
+struct P2POp {
+  enum Kind { Send, Recv } kind;
+  TensorView tensor;
+  int peer;  // global rank; for Recv, -1 = any source
+  int tag = 0;
+};
+
+class ProcessGroup {
+ public:
+  struct Impl;
+
+  // Builds a group of `world_size` processes over a store every member shares (for the world,
+  // or for tests that run ranks as threads over a HashStore). Every member calls it.
+  static std::shared_ptr<ProcessGroup> create(std::shared_ptr<Store> store, int rank, int world_size,
+                                              GroupOptions options = {});
+  explicit ProcessGroup(std::shared_ptr<Impl> impl);
+  ~ProcessGroup();
+
+  int rank() const;         // this process's rank in the group
+  int size() const;         // number of members
+  int global_rank() const;  // this process's rank in the world
+  const std::vector<int>& ranks() const;  // members' global ranks, indexed by group rank
+  std::chrono::milliseconds timeout() const;
+
+  // --- groups (every member of this group calls these, in the same order) ---
+  // `ranks` are global ranks; non-members get nullptr. Duplicates, ranks outside this group
+  // or out of range raise InvalidArgument.
+  std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks, GroupOptions options = {});
+  // Splits this group into consecutive subgroups of `group_size`; returns this rank's.
+  std::shared_ptr<ProcessGroup> new_subgroups(int group_size, GroupOptions options = {});
+  // Disjoint groups given by enumeration; returns the one holding this rank (nullptr if none).
+  std::shared_ptr<ProcessGroup> new_subgroups_by_enumeration(const std::vector<std::vector<int>>& groups,
+                                                             GroupOptions options = {});
+
+  // --- collectives: async forms return a Work; sync forms wait ---
+  Work all_reduce_async(TensorView t, ReduceOp op = ReduceOp::Sum);
+  Work broadcast_async(TensorView t, int root);
+  Work reduce_async(TensorView t, int root, ReduceOp op = ReduceOp::Sum);
+  // List form: outputs[i] receives group rank i's input.
+  Work all_gather_async(std::vector<TensorView> outputs, TensorView input);
+  // Single-buffer form: output holds size() * input.count elements, in group-rank order.
+  Work all_gather_into_async(TensorView output, TensorView input);
+  // outputs are used on the root only (size() views there).
+  Work gather_async(TensorView input, std::vector<TensorView> outputs, int root);
+  // inputs are used on the root only (size() views there).
+  Work scatter_async(TensorView output, std::vector<TensorView> inputs, int root);
+  // List form: inputs[i] is reduced into group rank i's output.
+  Work reduce_scatter_async(TensorView output, std::vector<TensorView> inputs, ReduceOp op = ReduceOp::Sum);
+  // Single-buffer form: input holds size() * output.count elements.
+  Work reduce_scatter_from_async(TensorView output, TensorView input, ReduceOp op = ReduceOp::Sum);
+  // Equal splits: input and output hold size() equal blocks.
+  Work all_to_all_async(TensorView output, TensorView input);
+  // Uneven splits (element counts per group rank); empty = equal.
+  Work all_to_all_async(TensorView output, TensorView input, const std::vector<size_t>& output_splits,
+                        const std::vector<size_t>& input_splits);
+  Work send_async(TensorView t, int dst, int tag = 0);
+  // src = -1 receives from any source; Work::source_rank() tells which.
+  Work recv_async(TensorView t, int src, int tag = 0);
+  std::vector<Work> batch_isend_irecv(const std::vector<P2POp>& ops);
+  Work barrier_async();
+
+  void all_reduce(TensorView t, ReduceOp op = ReduceOp::Sum) { all_reduce_async(t, op).wait(); }
+  void broadcast(TensorView t, int root) { broadcast_async(t, root).wait(); }
+  void reduce(TensorView t, int root, ReduceOp op = ReduceOp::Sum) { reduce_async(t, root, op).wait(); }
+  void all_gather(std::vector<TensorView> outputs, TensorView input) { all_gather_async(std::move(outputs), input).wait(); }
+  void all_gather_into(TensorView output, TensorView input) { all_gather_into_async(output, input).wait(); }
+  void gather(TensorView input, std::vector<TensorView> outputs, int root) { gather_async(input, std::move(outputs), root).wait(); }
+  void scatter(TensorView output, std::vector<TensorView> inputs, int root) { scatter_async(output, std::move(inputs), root).wait(); }
+  void reduce_scatter(TensorView output, std::vector<TensorView> inputs, ReduceOp op = ReduceOp::Sum) {
+    reduce_scatter_async(output, std::move(inputs), op).wait();
+  }
+  void reduce_scatter_from(TensorView output, TensorView input, ReduceOp op = ReduceOp::Sum) {
+    reduce_scatter_from_async(output, input, op).wait();
+  }
+  void all_to_all(TensorView output, TensorView input) { all_to_all_async(output, input).wait(); }
+  void all_to_all(TensorView output, TensorView input, const std::vector<size_t>& output_splits,
+                  const std::vector<size_t>& input_splits) {
+    all_to_all_async(output, input, output_splits, input_splits).wait();
+  }
+  void send(TensorView t, int dst, int tag = 0) { send_async(t, dst, tag).wait(); }
+  // Returns the source's global rank.
+  int recv(TensorView t, int src, int tag = 0) {
+    Work w = recv_async(t, src, tag);
+    w.wait();
+    return w.source_rank();
+  }
+  void barrier() { barrier_async().wait(); }
+  // A barrier through the store that names the ranks that did not arrive within `timeout`
+  // (all of them with wait_all_ranks, else the first).
+  void monitored_barrier(std::optional<std::chrono::milliseconds> timeout = std::nullopt, bool wait_all_ranks = false);
+
+  // --- object forms: bytes in, bytes out ---
+  void broadcast_object(Bytes& obj, int root);
+  std::vector<Bytes> all_gather_object(const Bytes& obj);
+  std::vector<Bytes> gather_object(const Bytes& obj, int root);  // filled on the root only
+  Bytes scatter_object(const std::vector<Bytes>& objs, int root);  // objs used on the root only
+
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Group rank of a global rank; InvalidArgument if not a member.
+int get_group_rank(const ProcessGroup& group, int global_rank);
+// Global rank of a group rank; InvalidArgument if out of range.
+int get_global_rank(const ProcessGroup& group, int group_rank);
+std::vector<int> get_process_group_ranks(const ProcessGroup& group);
+
+// --- the world ---
+struct InitOptions {
+  // "" or "env://" (default: the launcher's environment), "tcp://host:port", "file:///path".
+  std::string init_method;
+  int rank = -1;        // required for tcp:// and file:// unless the environment has RANK
+  int world_size = -1;  // likewise WORLD_SIZE
+  std::shared_ptr<Store> store;  // a ready store (then rank and world_size are required)
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);  // SPMD_TIMEOUT (seconds) overrides
+  std::string backend = "native";
+};
+
+ProcessGroup& init(InitOptions options = {});
+bool is_initialized();
+ProcessGroup& world();  // InvalidArgument before init()
+void destroy();         // closes connections; init() may be called again after
+
+}  // namespace spmd

@@ -1,0 +1,186 @@
+// The key-value Store: the rendezvous every job starts with (DESIGN.md §4).
+// Values are bytes. Every blocking call has a deadline: the store's timeout unless given one;
+// a timeout raises Error(Timeout) naming the keys still missing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spmd {
+
+using Bytes = std::vector<uint8_t>;
+Bytes to_bytes(const std::string& s);
+std::string to_string(const Bytes& b);
+
+class Store {
+ public:
+  using Duration = std::chrono::milliseconds;
+  static constexpr Duration kDefaultTimeout = std::chrono::minutes(5);
+
+  virtual ~Store() = default;
+
+  virtual void set(const std::string& key, const Bytes& value) = 0;
+  // Blocks until the key exists (or the timeout passes), then returns its value.
+  virtual Bytes get(const std::string& key) = 0;
+  // Adds `delta` to the integer stored under key (decimal text; absent = 0); returns the sum.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // If the current value equals `expected` (or the key is absent and `expected` is empty),
+  // stores `desired`. Returns the value now stored.
+  virtual Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) = 0;
+  // Blocks until every key exists. Error(Timeout) names the missing keys.
+  virtual void wait(const std::vector<std::string>& keys, Duration timeout) = 0;
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
+  // True when every key exists; never blocks.
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  // Returns whether the key existed.
+  virtual bool delete_key(const std::string& key) = 0;
+  virtual int64_t num_keys() = 0;
+  // Blocks until every key exists; values in the order of keys.
+  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys) = 0;
+  virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
+  // Appends to the value (creating it if absent).
+  virtual void append(const std::string& key, const Bytes& value) = 0;
+
+  // Convenience forms for text values.
+  void set(const std::string& key, const std::string& value) { set(key, to_bytes(value)); }
+  std::string get_string(const std::string& key) { return to_string(get(key)); }
+
+  Duration timeout() const { return timeout_; }
+  void set_timeout(Duration t) { timeout_ = t; }
+
+ protected:
+  Duration timeout_ = kDefaultTimeout;
+};
+
+// In-process store (threads of one process). For tests and single-process use.
+class HashStore : public Store {
+ public:
+  HashStore();
+  ~HashStore() override;
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  void wait(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::wait;
+  bool check(const std::vector<std::string>& keys) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void append(const std::string& key, const Bytes& value) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// A store in one file, shared by the processes of one machine (or a shared file system).
+// Safe under concurrent writers (fcntl/flock locking).
+class FileStore : public Store {
+ public:
+  explicit FileStore(std::string path);
+  ~FileStore() override;
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  void wait(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::wait;
+  bool check(const std::vector<std::string>& keys) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void append(const std::string& key, const Bytes& value) override;
+  const std::string& path() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Every key is stored as "<prefix>/<key>" in the wrapped store.
+class PrefixStore : public Store {
+ public:
+  PrefixStore(std::string prefix, std::shared_ptr<Store> inner);
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  void wait(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::wait;
+  bool check(const std::vector<std::string>& keys) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void append(const std::string& key, const Bytes& value) override;
+  Store& inner() { return *inner_; }
+
+ private:
+  std::string k(const std::string& key) const { return prefix_ + "/" + key; }
+  std::string prefix_;
+  std::shared_ptr<Store> inner_;
+};
+
+struct TcpStoreServerOptions {
+  std::string host = "127.0.0.1";  // address to bind; "0.0.0.0" / "::" for every interface
+  uint16_t port = 0;               // 0 = pick a free port (see TcpStoreServer::port())
+  std::string token;               // shared secret; empty = read SPMD_STORE_TOKEN, or none
+  size_t max_key_bytes = 4096;
+  size_t max_value_bytes = 64u << 20;
+};
+
+// The TCP store server: one event-driven thread (epoll) serving any number of clients.
+class TcpStoreServer {
+ public:
+  explicit TcpStoreServer(TcpStoreServerOptions options = {});
+  ~TcpStoreServer();  // stops the thread, closes every connection
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+  uint16_t port() const;
+  const std::string& host() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct TcpStoreOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  bool is_server = false;  // host the server in this process (binds host:port) and connect to it
+  std::chrono::milliseconds timeout = Store::kDefaultTimeout;  // for connecting and every call
+  std::string token;  // empty = read SPMD_STORE_TOKEN, or none
+};
+
+// TCP store client (optionally owning the server, as rank 0 does).
+class TcpStore : public Store {
+ public:
+  explicit TcpStore(TcpStoreOptions options);
+  ~TcpStore() override;
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  void wait(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::wait;
+  bool check(const std::vector<std::string>& keys) override;
+  bool delete_key(const std::string& key) override;
+  int64_t num_keys() override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  void append(const std::string& key, const Bytes& value) override;
+  uint16_t port() const;  // the server's port (useful with is_server and port 0)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spmd

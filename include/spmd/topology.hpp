@@ -1,0 +1,38 @@
+// Topology: who this process is in the job, read from the environment a launcher left
+// (spmdrun/torchrun, Slurm's srun, Open MPI's mpirun, PMI).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace spmd {
+
+enum class LaunchSource { Torchrun, Slurm, OpenMPI, PMI, Single };
+const char* launch_source_name(LaunchSource s);
+
+struct Topology {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  int nnodes = 1;
+  std::string master_addr;  // empty when the environment names none
+  int master_port = 0;      // 0 when the environment names none
+  LaunchSource source = LaunchSource::Single;
+
+  // Reads the environment. Precedence: torchrun/spmdrun variables (RANK + WORLD_SIZE), then
+  // Open MPI, then Slurm, then PMI; none of them = a single process (rank 0 of 1).
+  // Missing or inconsistent variables raise Error(InvalidArgument) naming the variable.
+  static Topology from_env();
+  // Same, from a given map of variables (for tests).
+  static Topology from_env(const std::map<std::string, std::string>& env);
+};
+
+// Expands a Slurm-style host list: "node[01-04,7],gpu3" -> node01 node02 node03 node04 node7
+// gpu3. Zero padding of ranges is kept. Bad syntax raises Error(InvalidArgument).
+std::vector<std::string> expand_hostlist(const std::string& list);
+
+}  // namespace spmd

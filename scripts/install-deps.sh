@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, exactly the Debian packages spmd's build, tests and benchmarks use.
+# Idempotent: packages already installed are not fetched again, and apt-get update runs only
+# when something is missing. Usage: scripts/install-deps.sh [--core-only]
+set -euo pipefail
+
+# Build: compiler, build system, unit tests, micro-benchmarks.
+core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
+# Tests: the libFuzzer runtime for the store's frame-parser fuzz target; ip/ps for the
+# multi-node (network namespace) and no-orphan tests; PyTorch for interop tests; LibTorch
+# (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter.
+tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev)
+# Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd.
+bench=(openmpi-bin libopenmpi-dev)
+
+want=("${core[@]}")
+if [[ "${1:-}" != "--core-only" ]]; then want+=("${tests[@]}" "${bench[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

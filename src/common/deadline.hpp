@@ -1,0 +1,53 @@
+// Deadline: the one time type every blocking call takes. Built from a timeout; tells how
+// much time is left, in the units poll/futex/condition variables want.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <ctime>
+
+namespace spmd {
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // A deadline `timeout` from now. A negative or huge timeout is clamped (never overflows).
+  explicit Deadline(std::chrono::milliseconds timeout) {
+    auto ms = std::clamp<long long>(timeout.count(), 0, kMaxMs);
+    at_ = Clock::now() + std::chrono::milliseconds(ms);
+  }
+  static Deadline never() { return Deadline(std::chrono::milliseconds(kMaxMs)); }
+  static Deadline at(Clock::time_point t) {
+    Deadline d(std::chrono::milliseconds(0));
+    d.at_ = t;
+    return d;
+  }
+
+  bool expired() const { return Clock::now() >= at_; }
+  std::chrono::milliseconds remaining() const {
+    auto r = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now());
+    return std::max(r, std::chrono::milliseconds(0));
+  }
+  // Milliseconds for poll()/epoll_wait(), rounded up so a wait never ends just before the
+  // deadline and spins; 0 once expired.
+  int poll_ms() const {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(at_ - Clock::now()).count();
+    if (us <= 0) return 0;
+    return static_cast<int>(std::min<long long>((us + 999) / 1000, INT_MAX));
+  }
+  // Relative timespec for futex waits.
+  timespec remaining_timespec() const {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at_ - Clock::now()).count();
+    if (ns < 0) ns = 0;
+    return timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  }
+  Clock::time_point time_point() const { return at_; }
+
+ private:
+  static constexpr long long kMaxMs = 100LL * 365 * 24 * 3600 * 1000;  // ~100 years
+  Clock::time_point at_;
+};
+
+}  // namespace spmd

@@ -1,0 +1,36 @@
+// Logging to stderr, controlled by SPMD_DEBUG=WARN|INFO|TRACE (default WARN). Lines are
+// prefixed "[spmd <level> rank N]" once the rank is known (set_log_rank).
+#pragma once
+
+#include <sstream>
+#include <string>
+
+namespace spmd::log {
+
+enum class Level { Warn = 0, Info = 1, Trace = 2 };
+
+Level level();                  // read once from SPMD_DEBUG
+bool enabled(Level l);
+void set_rank(int rank);        // -1 = unknown
+void write(Level l, const std::string& message);
+
+}  // namespace spmd::log
+
+// Usage: SPMD_LOG(Info) << "connected to " << peer;  (the stream is built only when enabled)
+#define SPMD_LOG(lvl)                                               \
+  if (!::spmd::log::enabled(::spmd::log::Level::lvl)) {             \
+  } else                                                            \
+    ::spmd::log::detail::Line(::spmd::log::Level::lvl).stream()
+
+namespace spmd::log::detail {
+class Line {
+ public:
+  explicit Line(Level l) : level_(l) {}
+  ~Line() { write(level_, os_.str()); }
+  std::ostringstream& stream() { return os_; }
+
+ private:
+  Level level_;
+  std::ostringstream os_;
+};
+}  // namespace spmd::log::detail
