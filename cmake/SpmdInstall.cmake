@@ -17,5 +17,7 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/spmdConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/spmdConfig.cmake ${CMAKE_BINARY_DIR}/spmdConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
 
+# The .pc file finds the prefix relative to itself, so any --prefix works.
+file(RELATIVE_PATH SPMD_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(cmake/spmd.pc.in ${CMAKE_BINARY_DIR}/spmd.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/spmd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
