@@ -160,8 +160,10 @@ Io send_all(int fd, const uint8_t* data, size_t n, const Deadline& deadline, int
   return Io::Ok;
 }
 
-Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err) {
+Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err,
+             bool poll_first) {
   err = 0;
+  if (poll_first && !wait_ready(fd, POLLIN, deadline)) return Io::Timeout;
   for (;;) {
     ssize_t r = retry_eintr([&] { return ::recv(fd, data, n, 0); });
     if (r > 0) {

@@ -32,7 +32,10 @@ enum class Io { Ok, Timeout, Closed };
 // away (EOF, reset, broken pipe); `err` holds the errno (0 for an orderly EOF).
 Io send_all(int fd, const uint8_t* data, size_t n, const Deadline& deadline, int& err);
 Io recv_exact(int fd, uint8_t* data, size_t n, const Deadline& deadline, int& err);
-// Receives between 1 and n bytes (whatever is available once readable).
-Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err);
+// Receives between 1 and n bytes (whatever is available once readable). With `poll_first`
+// it waits for readability before the first recv (saves a syscall when an answer is known to
+// be still on its way).
+Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err,
+             bool poll_first = false);
 
 }  // namespace spmd::net

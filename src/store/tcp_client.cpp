@@ -116,7 +116,9 @@ struct TcpStore::Impl {
     size_t have = 0;
     while (have < wire::kHeaderBytes) {
       size_t got = 0;
-      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err);
+      // The answer needs a round trip to the server: wait for it rather than try a recv first.
+      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err,
+                          /*poll_first=*/have == 0);
       if (io == net::Io::Closed) lost(req, err);
       if (io == net::Io::Timeout) no_answer(req, deadline);
       have += got;
