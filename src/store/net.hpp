@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <string>
 
 #include "common/deadline.hpp"
@@ -25,6 +26,10 @@ uint16_t local_port(int fd);
 Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline);
 
 void set_nonblocking(int fd);
+// Blocking mode with per-operation timeouts (SO_RCVTIMEO/SO_SNDTIMEO): one syscall per
+// receive instead of poll + recv. send_all/recv_* stay correct: a timed-out operation reports
+// EAGAIN, after which they wait on the deadline with poll.
+void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout);
 void set_nodelay(int fd);
 
 enum class Io { Ok, Timeout, Closed };
@@ -32,10 +37,7 @@ enum class Io { Ok, Timeout, Closed };
 // away (EOF, reset, broken pipe); `err` holds the errno (0 for an orderly EOF).
 Io send_all(int fd, const uint8_t* data, size_t n, const Deadline& deadline, int& err);
 Io recv_exact(int fd, uint8_t* data, size_t n, const Deadline& deadline, int& err);
-// Receives between 1 and n bytes (whatever is available once readable). With `poll_first`
-// it waits for readability before the first recv (saves a syscall when an answer is known to
-// be still on its way).
-Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err,
-             bool poll_first = false);
+// Receives between 1 and n bytes (whatever is available once readable).
+Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadline, int& err);
 
 }  // namespace spmd::net

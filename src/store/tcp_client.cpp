@@ -45,6 +45,7 @@ struct TcpStore::Impl {
   wire::Limits limits;
   std::mutex mu;  // one request in flight on the connection
   Fd fd;
+  std::chrono::milliseconds io_timeout{0};  // the socket's current SO_RCVTIMEO/SO_SNDTIMEO
   std::vector<uint8_t> out, in;
 
   explicit Impl(TcpStoreOptions o) : opts(std::move(o)) {
@@ -74,6 +75,7 @@ struct TcpStore::Impl {
 
   void connect(const Deadline& deadline) {
     fd = net::connect_tcp(host, port, deadline);
+    io_timeout = std::chrono::milliseconds(0);
     SPMD_LOG(Info) << "connected to the store server at " << where();
     if (opts.token.empty()) return;
     Request auth;
@@ -103,8 +105,20 @@ struct TcpStore::Impl {
                                   describe(req) + " in time; it may be overloaded or hung");
   }
 
+  // Keeps the socket's timeout close to (never far beyond) what is left of the deadline; it is
+  // updated only when it drifts, so a stream of calls costs no extra syscalls. A receive that
+  // times out early just falls back to poll on the real deadline.
+  void fit_io_timeout(const Deadline& deadline) {
+    auto left = std::max(deadline.remaining(), std::chrono::milliseconds(1));
+    if (io_timeout > left + left / 64 + std::chrono::milliseconds(1) || io_timeout < left / 2) {
+      net::set_blocking_with_timeout(fd.get(), left);
+      io_timeout = left;
+    }
+  }
+
   // Sends one request and reads its answer. Connection-level failures raise.
   Response exchange(const Request& req, const Deadline& deadline) {
+    fit_io_timeout(deadline);
     out.clear();
     wire::encode_request(req, out);
     int err = 0;
@@ -116,9 +130,7 @@ struct TcpStore::Impl {
     size_t have = 0;
     while (have < wire::kHeaderBytes) {
       size_t got = 0;
-      // The answer needs a round trip to the server: wait for it rather than try a recv first.
-      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err,
-                          /*poll_first=*/have == 0);
+      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err);
       if (io == net::Io::Closed) lost(req, err);
       if (io == net::Io::Timeout) no_answer(req, deadline);
       have += got;
