@@ -98,8 +98,7 @@ struct TcpStore::Impl {
               "closed this connection; check its log");
   }
 
-  [[noreturn]] void no_answer(const Request& req, const Deadline& started_with) {
-    (void)started_with;
+  [[noreturn]] void no_answer(const Request& req) {
     fd.reset();  // an answer may still arrive later; never read it as the next call's answer
     raise(ErrorKind::Timeout, "the store server at " + where() + " did not answer " +
                                   describe(req) + " in time; it may be overloaded or hung");
@@ -124,7 +123,7 @@ struct TcpStore::Impl {
     int err = 0;
     net::Io io = net::send_all(fd.get(), out.data(), out.size(), deadline, err);
     if (io == net::Io::Closed) lost(req, err);
-    if (io == net::Io::Timeout) no_answer(req, deadline);
+    if (io == net::Io::Timeout) no_answer(req);
     // One request in flight, so the answer is all there is to read: ask for a lot at once.
     if (in.size() < kFirstRead) in.resize(kFirstRead);
     size_t have = 0;
@@ -132,7 +131,7 @@ struct TcpStore::Impl {
       size_t got = 0;
       io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err);
       if (io == net::Io::Closed) lost(req, err);
-      if (io == net::Io::Timeout) no_answer(req, deadline);
+      if (io == net::Io::Timeout) no_answer(req);
       have += got;
     }
     size_t len = load_u32(in.data());
@@ -142,7 +141,7 @@ struct TcpStore::Impl {
     if (have < total) {
       io = net::recv_exact(fd.get(), in.data() + have, total - have, deadline, err);
       if (io == net::Io::Closed) lost(req, err);
-      if (io == net::Io::Timeout) no_answer(req, deadline);
+      if (io == net::Io::Timeout) no_answer(req);
     }
     Response r;
     std::string perr;
