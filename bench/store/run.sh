@@ -61,4 +61,4 @@ for n in sorted({k[1] for k in cells}):
             row.append(f"{base[0] / m[0]:.2f}x" if m and base else "-")
         print("| " + " | ".join(row) + " |")
 PY
-echo "note: torch's set() is not acknowledged (the client sends and returns); spmd's set() waits for the server's answer."
+echo "note: torch's set() is never answered (the client sends and returns); spmd's set() is pipelined: it returns once sent and its answer is checked by the next call."
