@@ -236,7 +236,7 @@ struct TcpStoreServer::Impl {
     std::string err;
     while (!c.parked && !c.closing) {
       auto res = c.in.next(payload, size, err);
-      if (res == wire::FrameReader::Result::NeedMore) return true;
+      if (res == wire::FrameReader::Result::NeedMore) break;
       if (res == wire::FrameReader::Result::Error) return reject(id, c, "bad frame: " + err);
       wire::Request req;
       if (!wire::decode_request(payload, size, limits, req, err))
@@ -254,7 +254,9 @@ struct TcpStoreServer::Impl {
       handling = 0;
       if (!conns.count(id)) return false;
     }
-    return true;
+    // The answers to everything this read delivered go out in one send (pipelined sets).
+    flush(id, c);
+    return conns.count(id) > 0;
   }
 
   // A protocol violation: nothing more this connection sent is applied; it is told why (the
@@ -278,7 +280,8 @@ struct TcpStoreServer::Impl {
     Conn& c = it->second;
     wire::encode_response(r, c.out);
     c.parked = false;
-    if (id != handling) to_resume.push_back(id);
+    if (id == handling) return;  // serve_frames flushes once its batch is done
+    to_resume.push_back(id);
     flush(id, c);
   }
 
