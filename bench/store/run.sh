@@ -16,6 +16,9 @@ py=/usr/bin/python3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
+# Build what is missing (store_bench_torch is not in the default build: LibTorch is slow to compile).
+cmake --build "$build" --target store_bench >/dev/null
+cmake --build "$build" --target store_bench_torch >/dev/null 2>&1 || echo "(LibTorch not found: no torch-cpp column)"
 impls=(spmd)
 [[ -x $build/bin/store_bench_torch ]] && impls+=(torch-cpp)
 $py -c 'import torch.distributed' 2>/dev/null && impls+=(torch-py)
