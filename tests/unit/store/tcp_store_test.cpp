@@ -41,6 +41,16 @@ TEST(TcpStore, BlockingGetIsAnsweredWhenTheKeyArrives) {
   store_test::check_blocking_get_is_answered(reader, writer);
 }
 
+TEST(TcpStore, HugeTimeoutsDoNotOverflow) {
+  TcpStoreServer server;
+  TcpStore s(client_of(server));
+  s.set("k", std::string("v"));
+  s.wait({"k"}, std::chrono::milliseconds::max());
+  EXPECT_EQ(to_string(s.get("k", std::chrono::milliseconds::max())), "v");
+  store_test::expect_error(ErrorKind::Timeout, "'nope'",
+                           [&] { s.wait({"nope"}, std::chrono::milliseconds(-5)); });
+}
+
 TEST(TcpStore, IsServerHostsAndServes) {
   TcpStoreOptions o;
   o.is_server = true;
