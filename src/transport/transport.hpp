@@ -74,6 +74,16 @@ class Transport {
   virtual void abort(ErrorKind kind, const std::string& message) noexcept = 0;
 };
 
+// An error's message without the "spmd <Kind>: " prefix what() adds (for re-wrapping).
+inline std::string message_of(const std::exception& e) {
+  std::string w = e.what();
+  if (w.rfind("spmd ", 0) == 0) {
+    size_t colon = w.find(": ");
+    if (colon != std::string::npos) return w.substr(colon + 2);
+  }
+  return w;
+}
+
 // Helpers for the common shapes of a step.
 inline void send_recv(Transport& t, const OpContext& op, int to, const void* sbuf, size_t sbytes, int from,
                       void* rbuf, size_t rbytes) {

@@ -55,7 +55,7 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       }
     }
   } catch (const Error& e) {
-    raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+    rethrow_in_context(e, op);
   }
 
   std::vector<pollfd> fds;
@@ -75,8 +75,7 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
         if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes)) pending = true;
       }
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::Mismatch) throw;  // already names both calls
-      raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+      rethrow_in_context(e, op);
     }
     if (!pending) return;
     if (progress) continue;
@@ -103,6 +102,12 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     if (n < 0) raise_errno(who() + " polling its connections in " + call(op));
     if (n == 0 && op.deadline.expired()) raise_timeout(sends, recvs, op);
   }
+}
+
+void TcpTransport::rethrow_in_context(const Error& e, const OpContext& op) const {
+  std::string text = message_of(e);
+  if (text.rfind(who() + " ", 0) == 0) throw e;  // says who and where already
+  raise(e.kind(), who() + " in " + call(op) + ": " + text);
 }
 
 bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) {
@@ -237,7 +242,7 @@ void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t e
   auto kind = static_cast<ErrorKind>(h.op);
   if (kind < ErrorKind::Timeout || kind > ErrorKind::System) kind = ErrorKind::PeerLost;
   raise(kind, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
-                  " stopped the group: " + text);
+                  " stopped the group: " + message_of(std::runtime_error(text)));
 }
 
 void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
@@ -287,8 +292,7 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
         raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out: no rank sent a matching message");
     }
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Mismatch) throw;
-    raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+    rethrow_in_context(e, op);
   }
 }
 
