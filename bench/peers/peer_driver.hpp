@@ -24,9 +24,9 @@ inline float data_value(int source, size_t i) { return static_cast<float>((stati
 inline float sum_input(int rank, size_t i) { return static_cast<float>(rank % 8 + 1) + static_cast<float>(i % 5); }
 
 inline void check_supported(const bench::Options& o) {
-  if (o.collective != "all_reduce" && o.collective != "broadcast" && o.collective != "all_gather")
-    throw std::invalid_argument("peer benchmarks run all_reduce, broadcast and all_gather only, not '" +
-                                o.collective + "'");
+  for (const auto& c : bench::collective_list(o.collective))
+    if (c != "all_reduce" && c != "broadcast" && c != "all_gather")
+      throw std::invalid_argument("peer benchmarks run all_reduce, broadcast and all_gather only, not '" + c + "'");
   if (o.dtype != "f32" && o.dtype != "float32") throw std::invalid_argument("peer benchmarks run --dtype f32 only");
   if (o.op != "sum" && o.op != "Sum") throw std::invalid_argument("peer benchmarks run --op sum only");
 }
@@ -95,15 +95,21 @@ bench::Row run_size(Comm& comm, const bench::Options& o, size_t bytes) {
   return r;
 }
 
-// Runs every size and prints the table on rank 0; returns the process exit status.
+// Runs every collective and size and prints the tables on rank 0; returns the exit status.
 template <typename Comm>
-int run_all(Comm& comm, const bench::Options& o, const char* label) {
-  if (comm.rank() == 0) bench::print_header(o, comm.size(), label);
+int run_all(Comm& comm, const bench::Options& options, const char* label) {
   int64_t wrong = 0;
-  for (size_t bytes : bench::size_list(o)) {
-    bench::Row r = run_size(comm, o, bytes);
-    wrong += r.wrong;
-    if (comm.rank() == 0) bench::print_row(o, r);
+  bool first = true;
+  for (const auto& collective : bench::collective_list(options.collective)) {
+    bench::Options o = options;
+    o.collective = collective;
+    if (comm.rank() == 0) bench::print_header(o, comm.size(), label, first);
+    first = false;
+    for (size_t bytes : bench::size_list(o)) {
+      bench::Row r = run_size(comm, o, bytes);
+      wrong += r.wrong;
+      if (comm.rank() == 0) bench::print_row(o, r);
+    }
   }
   return wrong == 0 ? 0 : 1;
 }

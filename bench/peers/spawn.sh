@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Starts P copies of a program on this machine with RANK, WORLD_SIZE, LOCAL_RANK,
-# LOCAL_WORLD_SIZE and a fresh GLOO_STORE_DIR (Gloo's FileStore rendezvous), the minimal
-# launcher the Gloo peer needs. Every rank runs under `timeout`; if one fails, the others are
-# stopped; the exit status is the first failure's (0 when all succeed).
+# LOCAL_WORLD_SIZE, MASTER_ADDR/MASTER_PORT and a fresh GLOO_STORE_DIR (Gloo's FileStore
+# rendezvous): the minimal launcher the Gloo peer needs (and a fallback for spmd-bench).
+# Every rank runs under `timeout`; if one fails, the others are stopped; the exit status is
+# the first failure's (0 when all succeed).
 #
 #   bench/peers/spawn.sh [-t SECONDS] P program [args...]
 set -u
@@ -15,6 +16,9 @@ fi
 nproc=$1; shift
 
 store=$(mktemp -d "${TMPDIR:-/tmp}/spmd-peer-store.XXXXXX")
+# For programs that rendezvous like torchrun's workers (spmd::init() without spmdrun: rank 0
+# hosts the store at MASTER_ADDR:MASTER_PORT): a port that was free a moment ago.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -25,6 +29,7 @@ trap 'exit 130' INT TERM
 
 for ((r = 0; r < nproc; r++)); do
   RANK=$r WORLD_SIZE=$nproc LOCAL_RANK=$r LOCAL_WORLD_SIZE=$nproc GLOO_STORE_DIR=$store \
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     timeout -k 5 "$limit" "$@" &
   pids+=($!)
 done

@@ -46,7 +46,8 @@ def busbw_factor(coll, n):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-c", "--collective", default="all_reduce", choices=["all_reduce", "broadcast", "all_gather"])
+    p.add_argument("-c", "--collective", default="all_reduce",
+                   help="comma-separated list of all_reduce, broadcast, all_gather")
     p.add_argument("-b", "--min-bytes", default="8")
     p.add_argument("-e", "--max-bytes", default="64M")
     p.add_argument("-f", "--step-factor", type=float, default=2.0)
@@ -96,36 +97,36 @@ def spawn(a, argv):
     return status
 
 
-def run_size(dist, torch, a, bytes_):
+def run_size(dist, torch, a, coll, bytes_):
     n, rank = dist.get_world_size(), dist.get_rank()
-    count = max(bytes_ // 4 // (n if a.collective in SPLIT else 1), 1)
+    count = max(bytes_ // 4 // (n if coll in SPLIT else 1), 1)
     idx = torch.arange(count, dtype=torch.int64)
     data = lambda src: ((src * 7 + idx) % 61).float()  # same pattern as spmd-bench
     buf = torch.empty(count)
     outs = [torch.empty(count) for _ in range(n)]
 
     def fill():
-        if a.collective == "all_reduce":
+        if coll == "all_reduce":
             buf.copy_((rank % 8 + 1) + (idx % 5).float())
-        elif a.collective == "broadcast":
+        elif coll == "broadcast":
             buf.copy_(data(a.root) if rank == a.root else torch.full((count,), 99.0))
         else:
             buf.copy_(data(rank))
 
     def run():
-        if a.collective == "all_reduce":
+        if coll == "all_reduce":
             dist.all_reduce(buf)
-        elif a.collective == "broadcast":
+        elif coll == "broadcast":
             dist.broadcast(buf, a.root)
         else:
             dist.all_gather(outs, buf)
 
     fill()
     run()
-    if a.collective == "all_reduce":
+    if coll == "all_reduce":
         want = sum((r % 8 + 1) + (idx % 5).float() for r in range(n))
         wrong = int((buf - want).abs().gt(1e-5 * want.abs()).sum())
-    elif a.collective == "broadcast":
+    elif coll == "broadcast":
         wrong = int(buf.ne(data(a.root)).sum())
     else:
         wrong = sum(int(outs[g].ne(data(g)).sum()) for g in range(n))
@@ -145,7 +146,7 @@ def run_size(dist, torch, a, bytes_):
     dist.all_reduce(stats, op=dist.ReduceOp.MAX)
     bad = torch.tensor([wrong], dtype=torch.int64)
     dist.all_reduce(bad)
-    total = count * 4 * (n if a.collective in SPLIT else 1)
+    total = count * 4 * (n if coll in SPLIT else 1)
     return total, count, float(stats[0]), int(bad[0])
 
 
@@ -157,36 +158,41 @@ def main(argv):
     import torch.distributed as dist
     from datetime import timedelta
 
+    colls = [c for c in a.collective.split(",") if c]
+    for c in colls:
+        if c not in ("all_reduce", "broadcast", "all_gather"):
+            sys.exit(f"torch_bench.py: unsupported collective '{c}' (all_reduce, broadcast, all_gather)")
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=a.timeout))
     n, rank = dist.get_world_size(), dist.get_rank()
-    root = str(a.root) if a.collective == "broadcast" else "-"
-    op = "Sum" if a.collective == "all_reduce" else "-"
-    if rank == 0:
-        if a.csv:
-            if not a.no_header:
-                print("impl,collective,nranks,size_bytes,count,dtype,op,root,time_us,algbw_gbs,busbw_gbs,wrong")
-        else:
-            print(f"# torch-bench (torch {torch.__version__} gloo)  collective={a.collective}  nranks={n}  "
-                  f"iters={a.iters}  warmup={a.warmup}")
-            print(f"# time: slowest rank's median per operation; algbw = size/time; busbw = algbw * "
-                  f"{busbw_factor(a.collective, n):.3f}")
-            print("#%13s %12s %6s %6s %5s %12s %11s %11s %7s" % ("size(B)", "count", "type", "redop", "root",
-                                                              "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"))
-        sys.stdout.flush()
     failures = 0
-    for b in size_list(a):
-        total, count, t_us, wrong = run_size(dist, torch, a, b)
-        failures += wrong
-        if rank != 0:
-            continue
-        algbw = total / (t_us * 1e-6) / 1e9 if t_us > 0 else 0.0
-        busbw = algbw * busbw_factor(a.collective, n)
-        if a.csv:
-            print(f"{a.name},{a.collective},{n},{total},{count},f32,{op},{root},{t_us:.3f},{algbw:.4f},{busbw:.4f},{wrong}")
-        else:
-            print(" %13d %12d %6s %6s %5s %12.2f %11.3f %11.3f %7d" % (total, count, "f32", op, root, t_us, algbw,
-                                                                     busbw, wrong))
-        sys.stdout.flush()
+    for i, coll in enumerate(colls):
+        root = str(a.root) if coll == "broadcast" else "-"
+        op = "Sum" if coll == "all_reduce" else "-"
+        if rank == 0:
+            if a.csv:
+                if not a.no_header and i == 0:
+                    print("impl,collective,nranks,size_bytes,count,dtype,op,root,time_us,algbw_gbs,busbw_gbs,wrong")
+            else:
+                print(f"# torch-bench (torch {torch.__version__} gloo)  collective={coll}  nranks={n}  "
+                      f"iters={a.iters}  warmup={a.warmup}")
+                print(f"# time: slowest rank's median per operation; algbw = size/time; busbw = algbw * "
+                      f"{busbw_factor(coll, n):.3f}")
+                print("#%13s %12s %6s %6s %5s %12s %11s %11s %7s" % ("size(B)", "count", "type", "redop", "root",
+                                                                  "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"))
+            sys.stdout.flush()
+        for b in size_list(a):
+            total, count, t_us, wrong = run_size(dist, torch, a, coll, b)
+            failures += wrong
+            if rank != 0:
+                continue
+            algbw = total / (t_us * 1e-6) / 1e9 if t_us > 0 else 0.0
+            busbw = algbw * busbw_factor(coll, n)
+            if a.csv:
+                print(f"{a.name},{coll},{n},{total},{count},f32,{op},{root},{t_us:.3f},{algbw:.4f},{busbw:.4f},{wrong}")
+            else:
+                print(" %13d %12d %6s %6s %5s %12.2f %11.3f %11.3f %7d" % (total, count, "f32", op, root, t_us,
+                                                                         algbw, busbw, wrong))
+            sys.stdout.flush()
     dist.destroy_process_group()
     return 0 if failures == 0 else 1
 

@@ -63,7 +63,7 @@ inline std::vector<size_t> parse_size_list(const std::string& text) {
 }
 
 inline const char* common_usage() {
-  return "  -c, --collective NAME  collective to run (default all_reduce)\n"
+  return "  -c, --collective LIST  collective(s) to run, comma-separated (default all_reduce)\n"
          "  -b, --min-bytes SIZE   smallest message (default 8; K, M, G suffixes)\n"
          "  -e, --max-bytes SIZE   largest message (default 64M)\n"
          "  -f, --step-factor F    multiply the size by F each step (default 2)\n"
@@ -115,6 +115,20 @@ bool parse_args(int argc, char** argv, Options& o, const char* usage_head, Extra
     throw std::invalid_argument("--step-factor must be > 1");
   if (o.sizes.empty() && o.min_bytes > o.max_bytes) throw std::invalid_argument("--min-bytes > --max-bytes");
   return true;
+}
+
+// -c accepts a comma-separated list ("all_reduce,broadcast"): one table per collective.
+inline std::vector<std::string> collective_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (out.empty()) throw std::invalid_argument("empty --collective");
+  return out;
 }
 
 inline std::vector<size_t> size_list(const Options& o) {
@@ -182,9 +196,10 @@ struct Row {
   int64_t wrong = 0;   // wrong elements summed over ranks
 };
 
-inline void print_header(const Options& o, int nranks, const char* impl_label) {
+// Prints the table head (or, with --csv, the column names once: pass first=false after that).
+inline void print_header(const Options& o, int nranks, const char* impl_label, bool first = true) {
   if (o.csv) {
-    if (o.csv_header)
+    if (o.csv_header && first)
       std::printf("impl,collective,nranks,size_bytes,count,dtype,op,root,time_us,algbw_gbs,busbw_gbs,wrong\n");
   } else {
     std::printf("# %s  collective=%s  nranks=%d  iters=%d  warmup=%d\n", impl_label, o.collective.c_str(), nranks,

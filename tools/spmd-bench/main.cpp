@@ -100,13 +100,19 @@ int main(int argc, char** argv) {
   try {
     spmd::ProcessGroup& world = spmd::init();
     bool printer = world.rank() == 0;
-    if (printer) bench::print_header(o, world.size(), "spmd-bench");
-    std::vector<size_t> sizes = o.collective == "barrier" ? std::vector<size_t>{0} : bench::size_list(o);
     int64_t failures = 0;
-    for (size_t bytes : sizes) {
-      bench::Row r = run_size(world, o, bytes);
-      failures += r.wrong;
-      if (printer) bench::print_row(o, r);
+    bool first = true;
+    for (const auto& collective : bench::collective_list(o.collective)) {
+      bench::Options one = o;
+      one.collective = collective;
+      if (printer) bench::print_header(one, world.size(), "spmd-bench", first);
+      first = false;
+      std::vector<size_t> sizes = collective == "barrier" ? std::vector<size_t>{0} : bench::size_list(one);
+      for (size_t bytes : sizes) {
+        bench::Row r = run_size(world, one, bytes);
+        failures += r.wrong;
+        if (printer) bench::print_row(one, r);
+      }
     }
     spmd::destroy();
     if (failures != 0) {
