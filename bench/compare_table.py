@@ -15,7 +15,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-ROW = re.compile(r"^(?:\[\d+\]:\s*)?([\w.-]+),(\w+),(\d+),(\d+),(\d+),(\w+),([\w-]+),([\w-]+),([\d.]+),([\d.]+),([\d.]+),(\d+)\s*$")
+ROW = re.compile(r"^(?:\[[^\]]*\]:\s*)?([\w.-]+),(\w+),(\d+),(\d+),(\d+),(\w+),([\w-]+),([\w-]+),([\d.]+),([\d.]+),([\d.]+),(\d+)\s*$")
 LATENCY_MAX_BYTES = 64  # sizes up to this are reported as latency
 
 
