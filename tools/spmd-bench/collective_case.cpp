@@ -93,20 +93,24 @@ ReduceOp parse_op(const std::string& n) {
   throw std::invalid_argument("unknown op '" + n + "' (sum, prod, min, max, avg, band, bor, bxor)");
 }
 
-CollectiveCase::CollectiveCase(spmd::ProcessGroup& group, std::string collective, size_t count, DType dtype,
-                               ReduceOp op, int root)
-    : group_(group), collective_(std::move(collective)), count_(count), dtype_(dtype), op_(op), root_(root),
-      rank_(group.rank()), size_(group.size()) {
+void check_request(const std::string& collective, DType dtype, ReduceOp op) {
   static const char* known[] = {"all_reduce", "broadcast",  "reduce", "all_gather", "reduce_scatter",
                                 "all_to_all", "gather",     "scatter", "barrier",   "sendrecv"};
-  if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return collective_ == k; }) ==
+  if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return collective == k; }) ==
       std::end(known))
-    throw std::invalid_argument("unknown collective '" + collective_ +
+    throw std::invalid_argument("unknown collective '" + collective +
                                 "' (all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, "
                                 "gather, scatter, barrier, sendrecv)");
   bool bitwise = op == ReduceOp::BitAnd || op == ReduceOp::BitOr || op == ReduceOp::BitXor;
   if (bitwise && !spmd::dtype_is_integer(dtype))
-    throw std::invalid_argument(std::string("op ") + spmd::reduce_op_name(op) + " needs an integer dtype");
+    throw std::invalid_argument(std::string("op ") + spmd::reduce_op_name(op) + " needs an integer dtype (i8, u8, i32, i64)");
+}
+
+CollectiveCase::CollectiveCase(spmd::ProcessGroup& group, std::string collective, size_t count, DType dtype,
+                               ReduceOp op, int root)
+    : group_(group), collective_(std::move(collective)), count_(count), dtype_(dtype), op_(op), root_(root),
+      rank_(group.rank()), size_(group.size()) {
+  check_request(collective_, dtype, op);
   if (root < 0 || root >= size_) throw std::invalid_argument("--root " + std::to_string(root) + " out of range");
   if (collective_ == "sendrecv" && size_ < 2) throw std::invalid_argument("sendrecv needs at least 2 ranks");
 

@@ -15,6 +15,10 @@ namespace spmd_bench {
 spmd::DType parse_dtype(const std::string& name);  // "f32", "float32", "i64", ...
 spmd::ReduceOp parse_op(const std::string& name);   // "sum", "avg", "band", ...
 
+// Throws std::invalid_argument for an unknown collective or an op the dtype cannot take
+// (bitwise ops on floating types). Rank-independent: main() calls it before connecting.
+void check_request(const std::string& collective, spmd::DType dtype, spmd::ReduceOp op);
+
 class CollectiveCase {
  public:
   // `count` = elements per rank (see bench::elements_per_rank). Throws std::invalid_argument

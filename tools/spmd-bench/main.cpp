@@ -90,8 +90,9 @@ int main(int argc, char** argv) {
   o.impl = "spmd";
   try {
     if (!bench::parse_args(argc, argv, o, kUsage, [](const std::string&, const char*) { return 0; })) return 0;
-    spmd_bench::parse_dtype(o.dtype);  // reject bad flags before connecting to anyone
-    spmd_bench::parse_op(o.op);
+    // Reject bad flags before connecting to anyone.
+    for (const auto& c : bench::collective_list(o.collective))
+      spmd_bench::check_request(c, spmd_bench::parse_dtype(o.dtype), spmd_bench::parse_op(o.op));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spmd-bench: %s\n", e.what());
     return 2;
@@ -99,6 +100,9 @@ int main(int argc, char** argv) {
 
   try {
     spmd::ProcessGroup& world = spmd::init();
+    if (o.root < 0 || o.root >= world.size())
+      throw std::invalid_argument("--root " + std::to_string(o.root) + " is not a rank of this job (0.." +
+                                  std::to_string(world.size() - 1) + ")");
     bool printer = world.rank() == 0;
     int64_t failures = 0;
     bool first = true;
