@@ -29,6 +29,12 @@ else
   status=$?
 fi
 
+if ((two_nodes)) && grep -q "multi-node rendezvous needs" "$out"; then
+  echo "SKIP: this spmdrun cannot run several nodes yet:"
+  grep "multi-node rendezvous needs" "$out" | head -1
+  exit 77  # ctest SKIP_RETURN_CODE
+fi
+
 failed=0
 if ((status != 0)); then
   echo "FAIL: $(basename "$example") exited with status $status"
