@@ -90,7 +90,7 @@ bool parse_args(int argc, char** argv, Options& o, const char* usage_head, Extra
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      std::printf("%s\nOptions:\n%s", usage_head, common_usage());
+      std::printf("%s\n\nOptions:\n%s", usage_head, common_usage());
       return false;
     } else if (a == "-c" || a == "--collective") o.collective = need(i);
     else if (a == "-b" || a == "--min-bytes") o.min_bytes = parse_size(need(i));

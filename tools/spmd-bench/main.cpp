@@ -30,6 +30,10 @@ const char* kUsage =
     "             gather, scatter, barrier, sendrecv (ring: rank r sends to r+1, receives from r-1).\n"
     "Size = bytes of the largest buffer (all_gather/gather output, reduce_scatter/scatter input,\n"
     "each rank's all_to_all buffer), as in nccl-tests. Dtypes: f32 f64 f16 bf16 i8 u8 i32 i64.\n"
+    "Columns: size, elements per rank, dtype, reduction, root, time = the slowest rank's median\n"
+    "per operation (us), algbw = size / time, busbw = algbw x nccl-tests' factor (all_reduce\n"
+    "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
+    "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
     "Without a launcher's environment it runs as a single rank.";
 
 using Clock = std::chrono::steady_clock;
