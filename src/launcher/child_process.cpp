@@ -1,7 +1,9 @@
 #include "launcher/child_process.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +153,18 @@ bool ChildProcess::try_reap() {
     return true;
   }
   return false;
+}
+
+bool ChildProcess::wait_until(const Deadline& deadline) {
+  if (try_reap()) return true;
+  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid_, 0)));
+  if (!pidfd) raise_errno("pidfd_open (waiting for pid " + std::to_string(pid_) + ")");
+  while (!try_reap()) {
+    if (deadline.expired()) return false;
+    pollfd p{pidfd.get(), POLLIN, 0};
+    if (::poll(&p, 1, deadline.poll_ms()) < 0 && errno != EINTR) raise_errno("poll on a pidfd");
+  }
+  return true;
 }
 
 void ChildProcess::signal_group(int sig) const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "common/fd.hpp"
 
 namespace spmd::launcher {
@@ -51,6 +52,9 @@ class ChildProcess {
 
   // Reaps the process if it has exited (never blocks). True once it has ended.
   bool try_reap();
+  // Waits until the process ends or the deadline passes (pidfd + poll: no sleeping).
+  // True once it has ended and been reaped.
+  bool wait_until(const Deadline& deadline);
   // Sends sig to the child's whole process group (the child is its leader).
   void signal_group(int sig) const;
 

@@ -47,20 +47,22 @@ int run_job(Options o) {
         return 0;
       }
       bool interrupted = outcome.kind == AttemptOutcome::Kind::Interrupted;
-      if (!interrupted && attempt < o.max_restarts) {
+      if (!interrupted && !verdict.stop_job && attempt < o.max_restarts) {
         std::string why = verdict.local_root ? summarize_root_cause(host, outcome) : verdict.remote_cause;
         say("spmdrun: attempt " + std::to_string(attempt) + " failed (" + why + "); restarting (" +
             std::to_string(attempt + 1) + " of " + std::to_string(o.max_restarts) + " restarts)\n");
         continue;
       }
-      if (verdict.local_root) {
+      if (verdict.local_root || !outcome.failures.empty())
         say(format_failure_report(program_name(o), host, outcome, attempt + 1));
-      } else {
+      if (!verdict.local_root) {
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
             " (its spmdrun printed the report); this node's workers were stopped\n");
       }
       rdzv->finish();
-      return interrupted ? outcome.exit_code : (verdict.exit_code != 0 ? verdict.exit_code : 1);
+      if (interrupted) return outcome.exit_code;
+      return verdict.local_root && outcome.exit_code != 0 ? outcome.exit_code
+                                                          : (verdict.exit_code != 0 ? verdict.exit_code : 1);
     }
   } catch (const Interrupted& i) {
     say(std::string("spmdrun: interrupted by ") + signal_name(i.signal) + " during the rendezvous\n");

@@ -100,3 +100,35 @@ std::string random_uuid() {
 }
 
 }  // namespace spmd::launcher
+
+#include <ifaddrs.h>
+
+namespace spmd::launcher {
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+bool is_local_host(const std::string& host) {
+  if (is_loopback(host) || host == host_name() || host == fq_host_name()) return true;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
+  std::vector<in_addr_t> wanted;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next)
+    wanted.push_back(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr);
+  freeaddrinfo(res);
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = ifs; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    in_addr_t mine = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+    for (in_addr_t w : wanted) found = found || w == mine || (ntohl(w) >> 24) == 127;
+  }
+  freeifaddrs(ifs);
+  return found;
+}
+
+}  // namespace spmd::launcher

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace spmd::launcher {
 
@@ -21,4 +22,11 @@ std::pair<std::string, int> parse_endpoint(const std::string& flag, const std::s
 // A random id like torch's uuid4 text (for --standalone's run id).
 std::string random_uuid();
 
+}  // namespace spmd::launcher
+
+namespace spmd::launcher {
+// True when `host` names this machine (loopback, its host name, or one of its addresses).
+bool is_local_host(const std::string& host);
+// True for 127.x.y.z, ::1 and "localhost".
+bool is_loopback(const std::string& host);
 }  // namespace spmd::launcher

@@ -20,6 +20,7 @@ struct Verdict {
   bool ok = true;
   int exit_code = 0;
   bool local_root = true;    // the failure happened on this node (this node prints the report)
+  bool stop_job = false;     // a node was interrupted by a signal: no restart
   std::string remote_cause;  // otherwise: what the failing node said
 };
 

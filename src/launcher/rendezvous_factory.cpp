@@ -1,14 +1,13 @@
 #include "launcher/rendezvous.hpp"
 #include "launcher/rendezvous_local.hpp"
-#include "spmd/error.hpp"
+#include "launcher/rendezvous_static.hpp"
 
 namespace spmd::launcher {
 
 std::unique_ptr<Rendezvous> make_rendezvous(const Options& o, SignalChannel& signals) {
-  (void)signals;
-  if (!o.multi_node() && o.rdzv_backend == RdzvBackend::Static)
-    return std::make_unique<LocalRendezvous>(o);
-  raise(ErrorKind::InvalidArgument, "multi-node rendezvous needs spmdrun built with the TcpStore");
+  if (o.rdzv_backend == RdzvBackend::C10d) return std::make_unique<C10dRendezvous>(o, signals);
+  if (!o.multi_node()) return std::make_unique<LocalRendezvous>(o);
+  return std::make_unique<StaticRendezvous>(o, signals);
 }
 
 }  // namespace spmd::launcher

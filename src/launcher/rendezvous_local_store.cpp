@@ -5,7 +5,6 @@
 namespace spmd::launcher {
 
 void LocalRendezvous::start_store() {
-#ifdef SPMD_LAUNCHER_WITH_STORE
   TcpStoreServerOptions so;
   so.host = "127.0.0.1";
   so.port = static_cast<uint16_t>(options_.master_port_given ? options_.master_port : 0);
@@ -19,7 +18,6 @@ void LocalRendezvous::start_store() {
                                  "; pick another --master-port, or leave it out (a free port is chosen)");
   }
   store_addr_ = so.host;
-#endif
 }
 
 }  // namespace spmd::launcher
