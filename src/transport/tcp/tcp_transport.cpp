@@ -274,7 +274,7 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
     for (;;) {
       conns_.accept_pending(op.deadline);
       fds.clear();
-      fds.push_back({conns_.listener_fd(), POLLIN, 0});
+      for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
       for (int p : peers) {
         TcpPair* pair = conns_.find(p);
         if (!pair) continue;
