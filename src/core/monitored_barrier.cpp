@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/group_impl.hpp"
+#include "transport/transport.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 
@@ -22,7 +23,7 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
   std::string base = g.prefix + "/monitored_barrier/" + std::to_string(g.monitored++);
   auto run = [&g, base, limit, wait_all_ranks] {
     Deadline deadline(limit);
-    auto secs = std::to_string(std::chrono::duration<double>(limit).count());
+    auto secs = seconds_text(limit);
     g.store->set(base + "/arrived/" + std::to_string(g.rank), text("1"));
     const std::string verdict_key = base + "/verdict";
     if (g.rank != 0) {

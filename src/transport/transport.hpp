@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <span>
 #include <string>
@@ -82,6 +83,13 @@ inline std::string message_of(const std::exception& e) {
     if (colon != std::string::npos) return w.substr(colon + 2);
   }
   return w;
+}
+
+// "0.3", "600": a duration in seconds for messages.
+inline std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", std::chrono::duration<double>(d).count());
+  return buf;
 }
 
 // Helpers for the common shapes of a step.

@@ -44,7 +44,6 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       TcpPair& p = conns_.get(sends[i].peer, op.deadline);
       uint64_t seq = op.p2p ? p.p2p_sent++ : op.seq;
       headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
-      p.out_at_boundary = false;
     }
     size_t sinks = 0;
     for (size_t i = 0; i < recvs.size(); ++i) {
@@ -125,6 +124,7 @@ bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) 
     size_t w = pair.write_some(iov, n);
     if (w == 0) break;
     moved = true;
+    pair.out_at_boundary = false;  // until the whole frame is out
     size_t h_part = std::min(w, hdr_left);
     s.header_sent += h_part;
     s.sent += w - h_part;
@@ -259,8 +259,7 @@ void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> 
       waiting += (waiting.empty() ? "" : ", ") + std::string("sending to rank ") +
                  std::to_string(conns_.global(s.peer)) + " (" + std::to_string(s.sent) + " of " +
                  std::to_string(s.bytes) + " bytes)";
-  auto secs = std::chrono::duration<double>(op.timeout).count();
-  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + std::to_string(secs) + " s, still " +
+  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + seconds_text(op.timeout) + " s, still " +
                                 waiting +
                                 "; that peer is stalled or did not make this call (SPMD_TIMEOUT sets the limit "
                                 "in seconds)");
