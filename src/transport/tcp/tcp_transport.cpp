@@ -268,16 +268,31 @@ void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> 
 int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {
   check_usable();
   std::vector<pollfd> fds;
+  std::vector<bool> gone(static_cast<size_t>(size()));  // closed after their last message: not an error here
+  std::string last_loss;
   try {
     conns_.connect_higher(op.deadline);
     for (;;) {
       conns_.accept_pending(op.deadline);
       fds.clear();
       for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
+      size_t alive = 0;
       for (int p : peers) {
         TcpPair* pair = conns_.find(p);
+        if (gone[static_cast<size_t>(p)]) continue;
+        ++alive;
         if (!pair) continue;
-        if (pair->pull_header()) {
+        bool ready = false;
+        try {
+          ready = pair->pull_header();
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::PeerLost) throw;
+          gone[static_cast<size_t>(p)] = true;
+          last_loss = message_of(e);
+          --alive;
+          continue;
+        }
+        if (ready) {
           const FrameHeader& h = pair->in_header;
           if (h.kind == FrameKind::Abort) raise_abort_frame(*pair, nullptr, 0, op);
           if (h.signature() == op.sig) return p;
@@ -285,10 +300,12 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
         }
         fds.push_back({pair->fd(), POLLIN, 0});
       }
+      if (alive == 0) raise(ErrorKind::PeerLost, "every possible sender has closed its connection; last: " + last_loss);
       int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
       if (n < 0) raise_errno("poll");
       if (n == 0 && op.deadline.expired())
-        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out: no rank sent a matching message");
+        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out after " +
+                                      seconds_text(op.timeout) + " s: no rank sent a matching message");
     }
   } catch (const Error& e) {
     rethrow_in_context(e, op);
