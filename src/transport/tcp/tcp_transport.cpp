@@ -59,8 +59,11 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       touch(&p);
       uint64_t seq = op.p2p ? p.p2p_sent++ : op.seq;
       headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
-      // Large, ungated messages to a peer on this host: it reads them from our memory.
-      if (p.remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes) {
+      // Large, ungated messages to a peer on this host: it reads them from our memory. Not
+      // for point-to-point: a remote send completes only once read, and a blocking send must
+      // not wait for the peer's matching receive (send-then-receive on both sides would
+      // deadlock); batches run their receives in the same step, so they are safe either way.
+      if (p.remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes && !op.p2p) {
         headers[i].kind = FrameKind::Remote;
         headers[i].remote_address = reinterpret_cast<uint64_t>(sends[i].data);
         headers[i].remote_pid = self_pid_;
