@@ -10,17 +10,27 @@ namespace spmd::algo {
 
 namespace {
 
-// Thresholds, measured on the 2-core development VM over 127.0.0.1 (docs/collectives.md has
-// the tables): all_reduce uses recursive doubling up to kSmallAllReduce (one exchange at P=2,
-// log2 P exchanges otherwise: fewest latencies), halving-doubling up to kRingAllReduce (same
-// bytes as the ring, log2 P latencies per phase instead of P-1), and the ring above (each step
-// streams a large segment; steps are few relative to the bytes). At P = 2 all three move the
-// same bytes; recursive doubling wins small sizes (one exchange instead of two).
+// Thresholds, measured with spmd-bench on the 2-core development VM (ranks on one host: local
+// sockets + remote reads; the machine was shared, so each size ran every algorithm in turn,
+// twice; docs/collectives.md has the tables). Median µs per all_reduce f32:
+//
+//   P=2      1K    4K   16K    64K   256K    1M       P=4    4K   16K   64K  256K    1M    4M    16M
+//   rd       13    15    18     29     64   400       rd     47    59   110   300  2100  20000  215000+
+//   hd       19    20    22     28     58   225       hd     62    70    89   225   950+  6500   80000+
+//   ring     17    18    20     28     58   220       ring   80   100   110   330  1090+  9500   66000
+//
+// Recursive doubling (one exchange at P=2, log2 P exchanges of the whole vector) wins up to
+// 16 KiB; above, halving-doubling (the ring's bytes with log2 P latencies per phase) wins for
+// P > 2 up to a few MiB, and the ring takes over where each of its steps streams a large
+// segment (16 MiB: 66 ms vs 80+ ms at P=4). At P=2 halving-doubling and the ring are the same
+// exchange pattern; the ring is used.
 constexpr size_t kSmallAllReduce = 16 << 10;
 constexpr size_t kRingAllReduce = 8 << 20;
-// Broadcast: binomial tree (log2 P hops) up to kChainBroadcast, then the pipelined chain
-// (each link carries the data once).
-constexpr size_t kChainBroadcast = 256 << 10;
+// Broadcast, P=4 (µs): binomial 16K 11-15, 256K 79-87, 1M 450-540, 16M 24-57 ms; chain 16-110,
+// 85-200, 520-620, 46-78 ms. On one host every "link" shares the same memory bandwidth, so the
+// tree (the root's children read its buffer in parallel) wins; the chain's one-transfer-per-link
+// advantage only matters across hosts and for very large messages.
+constexpr size_t kChainBroadcast = 16 << 20;
 
 const AllReduceChoice kAllReduce[] = {
     {"ring", allreduce_ring},
