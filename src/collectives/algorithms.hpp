@@ -16,6 +16,7 @@ namespace spmd::algo {
 void allreduce_ring(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 void allreduce_recursive_doubling(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 void allreduce_halving_doubling(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
+void allreduce_direct(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 
 // --- broadcast from group rank `root` ---
 void broadcast_binomial(Transport& t, const OpContext& op, TensorView data, int root);

@@ -11,21 +11,27 @@ namespace spmd::algo {
 namespace {
 
 // Thresholds, measured with spmd-bench on the 2-core development VM (ranks on one host: local
-// sockets + remote reads; the machine was shared, so each size ran every algorithm in turn,
-// twice; docs/collectives.md has the tables). Median µs per all_reduce f32:
+// sockets + remote reads). The machine was shared (load 9-13 from other builds), so each size
+// ran every algorithm in turn, twice; both medians shown (µs per all_reduce f32, slowest rank):
 //
-//   P=2      1K    4K   16K    64K   256K    1M       P=4    4K   16K   64K  256K    1M    4M    16M
-//   rd       13    15    18     29     64   400       rd     47    59   110   300  2100  20000  215000+
-//   hd       19    20    22     28     58   225       hd     62    70    89   225   950+  6500   80000+
-//   ring     17    18    20     28     58   220       ring   80   100   110   330  1090+  9500   66000
+//   P=2      1K     4K     16K     64K    256K      1M
+//   rd    13/13  15/15   17/19   29/29   65/62  419/387
+//   hd    18/20  19/20   21/22   28/29   58/59  230/219
+//   ring  18/16  18/17   21/20   27/28   57/59  206/233
+//
+//   P=4      4K     16K     64K     256K       1M        4M          16M
+//   rd    43/51   51/68  103/117  298/491  2137/2147  20336/43394  215666/281419
+//   hd    60/64   69/71   89/89   223/228   874/997   4263/3760    38022/52300
+//   ring  75/87  117/94  110/112  289/332   923/991   3543/3726    34858/34849
+//   direct                106/189  288/428 1019/1117   5965/5764    64574/75394
 //
 // Recursive doubling (one exchange at P=2, log2 P exchanges of the whole vector) wins up to
 // 16 KiB; above, halving-doubling (the ring's bytes with log2 P latencies per phase) wins for
-// P > 2 up to a few MiB, and the ring takes over where each of its steps streams a large
-// segment (16 MiB: 66 ms vs 80+ ms at P=4). At P=2 halving-doubling and the ring are the same
-// exchange pattern; the ring is used.
+// P > 2 up to about 4 MiB, where the ring (each step streams a large segment) draws level and
+// then wins (16 MiB). At P=2 halving-doubling and the ring are the same exchange pattern.
+// "direct" (2 steps, all peers at once) never won here; it stays available through SPMD_ALGO.
 constexpr size_t kSmallAllReduce = 16 << 10;
-constexpr size_t kRingAllReduce = 8 << 20;
+constexpr size_t kRingAllReduce = 4 << 20;
 // Broadcast, P=4 (µs): binomial 16K 11-15, 256K 79-87, 1M 450-540, 16M 24-57 ms; chain 16-110,
 // 85-200, 520-620, 46-78 ms. On one host every "link" shares the same memory bandwidth, so the
 // tree (the root's children read its buffer in parallel) wins; the chain's one-transfer-per-link
@@ -36,6 +42,7 @@ const AllReduceChoice kAllReduce[] = {
     {"ring", allreduce_ring},
     {"recursive_doubling", allreduce_recursive_doubling},
     {"halving_doubling", allreduce_halving_doubling},
+    {"direct", allreduce_direct},
 };
 const BroadcastChoice kBroadcast[] = {
     {"binomial", broadcast_binomial},
