@@ -21,6 +21,7 @@ void allreduce_direct(Transport& t, const OpContext& op, TensorView data, Reduce
 // --- broadcast from group rank `root` ---
 void broadcast_binomial(Transport& t, const OpContext& op, TensorView data, int root);
 void broadcast_chain(Transport& t, const OpContext& op, TensorView data, int root);
+void broadcast_flat(Transport& t, const OpContext& op, TensorView data, int root);
 
 // --- reduce to group rank `root`; `data` is not modified on other ranks ---
 void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);

@@ -129,6 +129,22 @@ void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
   SPMD_LOG(Trace) << "connected to rank " << global(peer) << (local ? " over a local socket" : " at " + addr);
 }
 
+bool ConnectionManager::all_on_one_host(const Deadline& deadline) {
+  if (one_host_) return *one_host_;
+  bool same = local_.has_value();
+  for (int r = 0; r < size() && same; ++r) {
+    if (r == rank_) continue;
+    std::string key = prefix_ + "/addr/" + std::to_string(r);
+    store_->wait({key}, deadline.remaining());
+    std::string published = string_of(store_->get(key));
+    size_t a = published.find('\n');
+    size_t b = a == std::string::npos ? a : published.find('\n', a + 1);
+    same = b != std::string::npos && published.substr(a + 1, b - a - 1) == local_host_id();
+  }
+  one_host_ = same;
+  return same;
+}
+
 std::vector<int> ConnectionManager::listener_fds() const {
   std::vector<int> fds{listener_.fd()};
   if (local_) fds.push_back(local_->fd());

@@ -26,6 +26,7 @@ class TcpTransport final : public Transport {
   int size() const override { return conns_.size(); }
   void run(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) override;
   int wait_any_sender(std::span<const int> peers, const OpContext& op) override;
+  bool on_one_host(const OpContext& op) override { return conns_.all_on_one_host(op.deadline); }
   void abort(ErrorKind kind, const std::string& message) noexcept override;
 
   // Bytes of a receive buffer that reduce-on-receive reads into before handing to the sink:
@@ -34,7 +35,7 @@ class TcpTransport final : public Transport {
   // Messages from this size on go by remote read to peers on this host (remote_read.hpp); a
   // remote read copies at most kRemoteChunkBytes per call so other parts of a step interleave.
   static constexpr size_t kRemoteMinBytes = 64 << 10;
-  static constexpr size_t kRemoteChunkBytes = 1 << 20;
+  static constexpr size_t kRemoteChunkBytes = 256 << 10;
 
  private:
   struct RecvState;
