@@ -1,7 +1,9 @@
 // TcpTransport: the Transport over TCP connections. A step runs all its sends and receives on
 // non-blocking sockets, trying every part and then blocking in poll() on the ones that could
 // not progress, so both directions of a full-duplex exchange move at once and a waiting rank
-// never spins (ranks may outnumber cores).
+// never spins (ranks may outnumber cores). Between ranks of one host the connections are local
+// Unix sockets, and large frames are remote reads (remote_read.hpp): the frame carries the
+// buffer's address, the receiver copies it from the sender's memory and acknowledges.
 #pragma once
 
 #include <memory>
