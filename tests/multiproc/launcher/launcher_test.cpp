@@ -165,6 +165,28 @@ TEST(Launcher, SigintToLauncherStopsEveryWorker) {
   expect_all_gone(r.out);
 }
 
+TEST(Launcher, KilledLauncherTakesItsWorkersWithIt) {
+  Launch l({"--nproc-per-node", "2", print_env_path(), "--sleep-ms", "30000"});
+  ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));
+  l.signal(SIGKILL);  // no teardown possible: PR_SET_PDEATHSIG must do it
+  Result r = l.finish();
+  EXPECT_EQ(r.code, 128 + SIGKILL);
+  auto pids = worker_pids(r.out);
+  ASSERT_EQ(pids.size(), 2u);
+  for (int pid : pids) EXPECT_TRUE(wait_gone(pid, 10s)) << "orphaned worker " << pid;
+}
+
+TEST(Launcher, NoOutputIsLostAtExit) {
+  // Both ranks print 20000 lines as fast as they can and exit at once.
+  Result r = run({"--nproc-per-node", "2", "--no-python", "seq", "1", "20000"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* last : {"[default0]:20000\n", "[default1]:20000\n"})
+    EXPECT_NE(r.out.find(last), std::string::npos);
+  size_t lines = 0;
+  for (char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 40000u);
+}
+
 TEST(Launcher, RestartCountsUpAndAFailingOnceJobSucceeds) {
   Result r = run({"--nproc-per-node", "2", "--max-restarts", "1", print_env_path(), "--exit-rank",
                   "1", "--exit-code", "4", "--on-attempt", "0"});
