@@ -6,6 +6,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include "launch_harness.hpp"
 
 namespace spmd::launcher::testing {
@@ -273,6 +275,34 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
   std::ifstream err1(dir + "/logs/attempt_0/1/stderr.log");
   EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
   std::filesystem::remove_all(dir);
+}
+
+std::string write_hostfile(const std::string& text) {
+  char name[] = "/tmp/spmdrun_hosts_XXXXXX";
+  int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  return name;
+}
+
+TEST(Launcher, HeadNodeStartsOneLauncherPerHost) {
+  std::string hosts = write_hostfile("# two nodes, different sizes\nlocalhost slots=2\n127.0.0.1:1\n");
+  Result r = run({"--hostfile", hosts, "--rsh", FAKE_RSH_PATH, "--rdzv-id", "head", print_env_path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_workers(r.out);
+  ASSERT_EQ(w.size(), 3u) << r.out;
+  EXPECT_EQ(w[2]["GROUP_RANK"], "1");
+  EXPECT_EQ(w[2]["LOCAL_RANK"], "0");
+  EXPECT_EQ(w[2]["WORLD_SIZE"], "3");
+  EXPECT_EQ(w[0]["MASTER_ADDR"], "localhost");
+
+  Result f = run({"--hostfile", hosts, "--rsh", FAKE_RSH_PATH, print_env_path(), "--exit-rank", "2",
+                  "--exit-code", "7", "--sleep-ms", "30000"});
+  EXPECT_EQ(f.code, 7) << f.err;
+  EXPECT_NE(f.err.find("Root Cause"), std::string::npos) << f.err;
+  expect_all_gone(f.out);
+  std::remove(hosts.c_str());
 }
 
 TEST(Launcher, SingleProcessOutputIsNotPrefixed) {
