@@ -6,6 +6,8 @@
 #include <set>
 #include <thread>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "launch_harness.hpp"
@@ -136,6 +138,23 @@ TEST(Launcher, C10dTimeoutSaysWhoArrived) {
                   print_env_path()});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("1 of 2 nodes arrived"), std::string::npos) << r.err;
+}
+
+TEST(Launcher, StoreBindFailureNamesAddressAndPort) {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(s, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string port = std::to_string(ntohs(a.sin_port));
+  Result r = run({"--nnodes", "2", "--node-rank", "0", "--master-port", port, print_env_path()});
+  ::close(s);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("could not host the launcher store on 127.0.0.1:" + port + ": Address already in use; pick a free --master-port"),
+            std::string::npos) << r.err;
 }
 
 TEST(Launcher, FailingWorkerStopsTheOthersAndSetsExitCode) {
