@@ -271,7 +271,8 @@ void StoreRendezvous::finish() {
   try {
     // A node that died never acknowledges: wait no longer than its heartbeat timeout.
     auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-    wait_keys(acks, Deadline(std::min(kAckTimeout, peer_timeout)), "not every node acknowledged the job's end (one may have died); closing the store anyway");
+    wait_keys(acks, Deadline(std::min(kAckTimeout, peer_timeout)),
+              "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
   } catch (const Interrupted&) {
