@@ -22,6 +22,7 @@ struct Options {
   int node_rank = 0;
   // Rendezvous.
   std::string master_addr = "127.0.0.1";
+  bool master_addr_given = false;
   int master_port = 0;  // 0 = not given (single node: pick a free port)
   bool master_port_given = false;
   bool standalone = false;
@@ -30,6 +31,7 @@ struct Options {
   std::string rdzv_id = "none";
   double join_timeout_s = 600;      // --rdzv-conf join_timeout=...
   double last_call_timeout_s = 1;   // --rdzv-conf last_call_timeout=...
+  double peer_timeout_s = 30;       // --rdzv-conf peer_timeout=... (multi-node heartbeats)
   // Workers.
   int max_restarts = 0;
   double monitor_interval_s = 5;
@@ -50,6 +52,8 @@ struct Options {
   // The program and its arguments.
   std::string program;
   std::vector<std::string> program_args;
+  // spmdrun's own arguments before PROGRAM, as given (head-node mode forwards them).
+  std::vector<std::string> launcher_args;
 
   bool multi_node() const { return max_nodes > 1; }
 };
