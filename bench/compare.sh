@@ -167,7 +167,7 @@ echo "# took $(($(date +%s) - start)) s; load after: $(cut -d' ' -f1-3 /proc/loa
   echo "Command: bench/compare.sh $args"
   grep '^# compare.sh\|^# nprocs\|^# took' "$log"
   echo
-  python3 "$here/compare_table.py" --peers "$peers" "$log"
+  python3 "$here/compare_table.py" --spread --peers "$peers" "$log"
 } > "$out/table.md"
 status=$?
 cat "$out/table.md"
