@@ -25,7 +25,8 @@ class Store {
 
   virtual void set(const std::string& key, const Bytes& value) = 0;
   // Blocks until the key exists (or the timeout passes), then returns its value.
-  virtual Bytes get(const std::string& key) = 0;
+  Bytes get(const std::string& key) { return get(key, timeout()); }
+  virtual Bytes get(const std::string& key, Duration timeout) = 0;
   // Adds `delta` to the integer stored under key (decimal text; absent = 0); returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // If the current value equals `expected` (or the key is absent and `expected` is empty),
@@ -40,7 +41,10 @@ class Store {
   virtual bool delete_key(const std::string& key) = 0;
   virtual int64_t num_keys() = 0;
   // Blocks until every key exists; values in the order of keys.
-  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys) = 0;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) {
+    return multi_get(keys, timeout());
+  }
+  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) = 0;
   virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
   // Appends to the value (creating it if absent).
   virtual void append(const std::string& key, const Bytes& value) = 0;
@@ -62,7 +66,9 @@ class HashStore : public Store {
   HashStore();
   ~HashStore() override;
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::set;
+  Bytes get(const std::string& key, Duration timeout) override;
+  using Store::get;
   int64_t add(const std::string& key, int64_t delta) override;
   Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
@@ -70,7 +76,8 @@ class HashStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   bool delete_key(const std::string& key) override;
   int64_t num_keys() override;
-  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::multi_get;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
 
@@ -86,7 +93,9 @@ class FileStore : public Store {
   explicit FileStore(std::string path);
   ~FileStore() override;
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::set;
+  Bytes get(const std::string& key, Duration timeout) override;
+  using Store::get;
   int64_t add(const std::string& key, int64_t delta) override;
   Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
@@ -94,7 +103,8 @@ class FileStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   bool delete_key(const std::string& key) override;
   int64_t num_keys() override;
-  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::multi_get;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
   const std::string& path() const;
@@ -109,7 +119,9 @@ class PrefixStore : public Store {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> inner);
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::set;
+  Bytes get(const std::string& key, Duration timeout) override;
+  using Store::get;
   int64_t add(const std::string& key, int64_t delta) override;
   Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
@@ -117,7 +129,8 @@ class PrefixStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   bool delete_key(const std::string& key) override;
   int64_t num_keys() override;
-  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::multi_get;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
   Store& inner() { return *inner_; }
@@ -165,7 +178,9 @@ class TcpStore : public Store {
   explicit TcpStore(TcpStoreOptions options);
   ~TcpStore() override;
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::set;
+  Bytes get(const std::string& key, Duration timeout) override;
+  using Store::get;
   int64_t add(const std::string& key, int64_t delta) override;
   Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) override;
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
@@ -173,7 +188,8 @@ class TcpStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   bool delete_key(const std::string& key) override;
   int64_t num_keys() override;
-  std::vector<Bytes> multi_get(const std::vector<std::string>& keys) override;
+  std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
+  using Store::multi_get;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
   uint16_t port() const;  // the server's port (useful with is_server and port 0)

@@ -1,0 +1,25 @@
+// Reduction kernels: chosen once per (dtype, op) before an algorithm runs, so the algorithm's
+// inner loop is one indirect call per chunk, and each kernel is a plain loop the compiler
+// vectorises. f16/bf16 compute in f32 and round once per pairwise combination.
+#pragma once
+
+#include <cstddef>
+
+#include "spmd/tensor.hpp"
+
+namespace spmd {
+
+// dst[i] = a[i] op b[i] for n elements; dst may be a or b.
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
+
+// The kernel for (dtype, op). Avg reduces with Sum (finish with divide_by). Bitwise operators
+// on floating-point dtypes raise Error(InvalidArgument).
+ReduceFn reduce_kernel(DType dtype, ReduceOp op);
+
+// Avg's last step: every element divided by `divisor` (integer division for integer dtypes).
+void divide_by(TensorView t, int divisor);
+
+// Raises Error(InvalidArgument) unless `op` applies to `dtype`; `what` names the call.
+void check_reduce_op(DType dtype, ReduceOp op, const char* what);
+
+}  // namespace spmd

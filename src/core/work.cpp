@@ -1,0 +1,44 @@
+#include "core/work_state.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd {
+
+namespace {
+Work::State& require(const std::shared_ptr<Work::State>& s) {
+  if (!s) raise(ErrorKind::InvalidArgument, "this Work is empty (default-constructed or moved from)");
+  return *s;
+}
+}  // namespace
+
+void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
+  State& s = require(state_);
+  std::unique_lock<std::mutex> lock(s.m);
+  if (timeout) {
+    if (!s.cv.wait_for(lock, *timeout, [&] { return s.done; }))
+      raise(ErrorKind::Timeout, s.what + " did not finish within " + std::to_string(timeout->count()) +
+                                    " ms of wait(); it is still running");
+  } else {
+    s.cv.wait(lock, [&] { return s.done; });
+  }
+  if (s.error) std::rethrow_exception(s.error);
+}
+
+bool Work::is_completed() const {
+  State& s = require(state_);
+  std::lock_guard<std::mutex> g(s.m);
+  return s.done;
+}
+
+std::exception_ptr Work::exception() const {
+  State& s = require(state_);
+  std::lock_guard<std::mutex> g(s.m);
+  return s.error;
+}
+
+int Work::source_rank() const {
+  State& s = require(state_);
+  std::lock_guard<std::mutex> g(s.m);
+  return s.done ? s.source_rank : -1;
+}
+
+}  // namespace spmd

@@ -1,0 +1,46 @@
+#include "core/work_queue.hpp"
+
+namespace spmd {
+
+WorkQueue::WorkQueue(OnFailure on_failure) : on_failure_(std::move(on_failure)), worker_([this] { loop(); }) {}
+
+WorkQueue::~WorkQueue() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void WorkQueue::push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
+                     bool abort_on_failure) {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    jobs_.push_back(Job{std::move(run), std::move(states), abort_on_failure});
+  }
+  cv_.notify_one();
+}
+
+void WorkQueue::loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and everything queued has run
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      job.run();
+    } catch (...) {
+      error = std::current_exception();
+      if (job.abort_on_failure) on_failure_(error);
+    }
+    for (auto& s : job.states) s->complete(error);
+  }
+}
+
+}  // namespace spmd

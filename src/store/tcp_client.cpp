@@ -1,0 +1,281 @@
+// TcpStore: the client. One connection, one request at a time (a mutex serialises threads).
+// get/wait/multi_get send their timeout to the server, which answers when the keys arrive or
+// with the missing keys when it passes: no polling. Locally each call still has a deadline
+// (the timeout plus a grace period) so a server that stops answering cannot hang a client.
+#include <cstring>
+#include <mutex>
+
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "spmd/error.hpp"
+#include "spmd/store.hpp"
+#include "store/key_list.hpp"
+#include "store/net.hpp"
+#include "store/wire.hpp"
+
+namespace spmd {
+
+using wire::Op;
+using wire::Request;
+using wire::Response;
+using wire::Status;
+
+namespace {
+
+constexpr auto kAnswerGrace = std::chrono::seconds(5);
+constexpr size_t kFirstRead = 64 * 1024;
+
+uint32_t load_u32(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+std::string describe(const Request& r) {
+  std::string s = wire::op_name(r.op);
+  if (r.op == Op::Auth || r.op == Op::NumKeys) return s;
+  return s + "(" + store::key_list(r.keys, 4) + ")";
+}
+
+}  // namespace
+
+struct TcpStore::Impl {
+  TcpStoreOptions opts;
+  std::unique_ptr<TcpStoreServer> server;
+  std::string host;  // where the client connects
+  uint16_t port = 0;
+  wire::Limits limits;
+  std::mutex mu;  // one request in flight on the connection
+  Fd fd;
+  std::vector<uint8_t> out, in;
+
+  explicit Impl(TcpStoreOptions o) : opts(std::move(o)) {
+    if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
+    host = opts.host;
+    port = opts.port;
+    if (opts.is_server) {
+      TcpStoreServerOptions so;
+      so.host = opts.host;
+      so.port = opts.port;
+      so.token = opts.token;
+      server = std::make_unique<TcpStoreServer>(so);
+      port = server->port();
+      // A wildcard bind is reached through loopback from this process.
+      if (host == "0.0.0.0" || host.empty() || host == "*") host = "127.0.0.1";
+      if (host == "::") host = "::1";
+    }
+    if (port == 0)
+      raise(ErrorKind::InvalidArgument,
+            "TcpStore client needs the server's port (got 0); set MASTER_PORT/SPMD_STORE_PORT, "
+            "or use is_server to host the store here");
+    std::lock_guard<std::mutex> lock(mu);
+    connect(Deadline(opts.timeout));
+  }
+
+  std::string where() const { return net::endpoint(host, port); }
+
+  void connect(const Deadline& deadline) {
+    fd = net::connect_tcp(host, port, deadline);
+    SPMD_LOG(Info) << "connected to the store server at " << where();
+    if (opts.token.empty()) return;
+    Request auth;
+    auth.op = Op::Auth;
+    auth.keys = {opts.token};
+    Response r = exchange(auth, deadline);
+    if (r.status != Status::Ok) {
+      fd.reset();
+      raise(ErrorKind::Store, "the store server at " + where() + " refused this client: " +
+                                  (r.values.empty() ? "no reason given" : to_string(r.values[0])));
+    }
+  }
+
+  [[noreturn]] void lost(const Request& req, int err) {
+    fd.reset();  // the next call reconnects (the server may have been restarted)
+    raise(ErrorKind::PeerLost,
+          "lost the connection to the store server at " + where() + " during " + describe(req) +
+              (err ? std::string(" (") + std::strerror(err) + ")" : std::string(" (closed)")) +
+              "; the process hosting the store (rank 0 or spmdrun) has probably exited or "
+              "closed this connection; check its log");
+  }
+
+  [[noreturn]] void no_answer(const Request& req, const Deadline& started_with) {
+    (void)started_with;
+    fd.reset();  // an answer may still arrive later; never read it as the next call's answer
+    raise(ErrorKind::Timeout, "the store server at " + where() + " did not answer " +
+                                  describe(req) + " in time; it may be overloaded or hung");
+  }
+
+  // Sends one request and reads its answer. Connection-level failures raise.
+  Response exchange(const Request& req, const Deadline& deadline) {
+    out.clear();
+    wire::encode_request(req, out);
+    int err = 0;
+    net::Io io = net::send_all(fd.get(), out.data(), out.size(), deadline, err);
+    if (io == net::Io::Closed) lost(req, err);
+    if (io == net::Io::Timeout) no_answer(req, deadline);
+    // One request in flight, so the answer is all there is to read: ask for a lot at once.
+    if (in.size() < kFirstRead) in.resize(kFirstRead);
+    size_t have = 0;
+    while (have < wire::kHeaderBytes) {
+      size_t got = 0;
+      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err);
+      if (io == net::Io::Closed) lost(req, err);
+      if (io == net::Io::Timeout) no_answer(req, deadline);
+      have += got;
+    }
+    size_t len = load_u32(in.data());
+    size_t total = wire::kHeaderBytes + len;
+    if (have > total) protocol_error(req, "more bytes than one answer");
+    if (in.size() < total) in.resize(total);
+    if (have < total) {
+      io = net::recv_exact(fd.get(), in.data() + have, total - have, deadline, err);
+      if (io == net::Io::Closed) lost(req, err);
+      if (io == net::Io::Timeout) no_answer(req, deadline);
+    }
+    Response r;
+    std::string perr;
+    if (!wire::decode_response(in.data() + wire::kHeaderBytes, len, r, perr)) protocol_error(req, perr);
+    if (in.size() > (4u << 20)) in = std::vector<uint8_t>(kFirstRead);  // don't hold big answers
+    return r;
+  }
+
+  [[noreturn]] void protocol_error(const Request& req, const std::string& what) {
+    fd.reset();
+    raise(ErrorKind::Store, "unexpected answer from " + where() + " to " + describe(req) + ": " +
+                                what + "; is that port really a spmd store server?");
+  }
+
+  void validate(const Request& req) const {
+    for (const auto& k : req.keys)
+      if (k.size() > limits.max_key_bytes && req.op != Op::Auth)
+        raise(ErrorKind::InvalidArgument, "store key of " + std::to_string(k.size()) +
+                                              " bytes exceeds the limit of " +
+                                              std::to_string(limits.max_key_bytes) + " bytes");
+    size_t total = 0;
+    for (const auto& v : req.values) {
+      total += v.size();
+      if (v.size() > limits.max_value_bytes)
+        raise(ErrorKind::InvalidArgument,
+              "store value of " + std::to_string(v.size()) + " bytes for " + describe(req) +
+                  " exceeds the limit of " + std::to_string(limits.max_value_bytes) + " bytes");
+    }
+    if (req.keys.size() > limits.max_keys)
+      raise(ErrorKind::InvalidArgument, std::to_string(req.keys.size()) +
+                                            " keys in one store request exceed the limit of " +
+                                            std::to_string(limits.max_keys));
+    size_t frame = 64 + total + req.values.size() * 4;
+    for (const auto& k : req.keys) frame += k.size() + 4;
+    if (frame > limits.max_frame_bytes())
+      raise(ErrorKind::InvalidArgument, describe(req) + " needs a request of " +
+                                            std::to_string(frame) + " bytes, more than the limit of " +
+                                            std::to_string(limits.max_frame_bytes()) +
+                                            "; split it into several calls");
+  }
+
+  // One call: validate, (re)connect if needed, exchange, map server-side failures to errors.
+  Response call(const Request& req, std::chrono::milliseconds timeout) {
+    validate(req);
+    std::lock_guard<std::mutex> lock(mu);
+    bool waits = req.op == Op::Get || req.op == Op::Wait || req.op == Op::MultiGet;
+    Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
+    if (!fd) connect(deadline);
+    Response r = exchange(req, deadline);
+    if (r.status == Status::Timeout) {
+      std::vector<std::string> missing;
+      for (const auto& v : r.values) missing.push_back(to_string(v));
+      raise(ErrorKind::Timeout,
+            describe(req) + " timed out after " + std::to_string(timeout.count()) +
+                " ms on the store at " + where() + "; still missing: " + store::key_list(missing) +
+                ". Check that every rank started and reached this point (a rank that crashed "
+                "or is slower than the timeout leaves its keys unset)");
+    }
+    if (r.status == Status::Error) {
+      std::string msg = r.values.empty() ? "no reason given" : to_string(r.values[0]);
+      fd.reset();  // the server closes a connection after refusing its request
+      raise(ErrorKind::Store, "the store server at " + where() + " refused " + describe(req) +
+                                  ": " + msg);
+    }
+    return r;
+  }
+};
+
+namespace {
+Request make(Op op, std::vector<std::string> keys = {}, std::vector<Bytes> values = {}) {
+  Request r;
+  r.op = op;
+  r.keys = std::move(keys);
+  r.values = std::move(values);
+  return r;
+}
+uint64_t to_ms(std::chrono::milliseconds t) { return t.count() < 0 ? 0 : uint64_t(t.count()); }
+}  // namespace
+
+TcpStore::TcpStore(TcpStoreOptions options) {
+  timeout_ = options.timeout;
+  impl_ = std::make_unique<Impl>(std::move(options));
+}
+TcpStore::~TcpStore() = default;
+uint16_t TcpStore::port() const { return impl_->port; }
+
+void TcpStore::set(const std::string& key, const Bytes& value) {
+  impl_->call(make(Op::Set, {key}, {value}), timeout_);
+}
+
+Bytes TcpStore::get(const std::string& key, Duration timeout) {
+  Request r = make(Op::Get, {key});
+  r.timeout_ms = to_ms(timeout);
+  Response a = impl_->call(r, timeout);
+  if (a.values.size() != 1) impl_->protocol_error(r, "expected one value");
+  return std::move(a.values[0]);
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  Request r = make(Op::Add, {key});
+  r.integer = delta;
+  return impl_->call(r, timeout_).integer;
+}
+
+Bytes TcpStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  Request r = make(Op::CompareSet, {key}, {expected, desired});
+  Response a = impl_->call(r, timeout_);
+  if (a.values.size() != 1) impl_->protocol_error(r, "expected one value");
+  return std::move(a.values[0]);
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
+  if (keys.empty()) return;
+  Request r = make(Op::Wait, keys);
+  r.timeout_ms = to_ms(timeout);
+  impl_->call(r, timeout);
+}
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  return impl_->call(make(Op::Check, keys), timeout_).integer != 0;
+}
+
+bool TcpStore::delete_key(const std::string& key) {
+  return impl_->call(make(Op::Delete, {key}), timeout_).integer != 0;
+}
+
+int64_t TcpStore::num_keys() { return impl_->call(make(Op::NumKeys), timeout_).integer; }
+
+std::vector<Bytes> TcpStore::multi_get(const std::vector<std::string>& keys, Duration timeout) {
+  if (keys.empty()) return {};
+  Request r = make(Op::MultiGet, keys);
+  r.timeout_ms = to_ms(timeout);
+  Response a = impl_->call(r, timeout);
+  if (a.values.size() != keys.size()) impl_->protocol_error(r, "wrong number of values");
+  return std::move(a.values);
+}
+
+void TcpStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  if (keys.size() != values.size())
+    raise(ErrorKind::InvalidArgument, "multi_set got " + std::to_string(keys.size()) +
+                                          " keys but " + std::to_string(values.size()) + " values");
+  if (keys.empty()) return;
+  impl_->call(make(Op::MultiSet, keys, values), timeout_);
+}
+
+void TcpStore::append(const std::string& key, const Bytes& value) {
+  impl_->call(make(Op::Append, {key}, {value}), timeout_);
+}
+
+}  // namespace spmd

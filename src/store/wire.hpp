@@ -1,0 +1,98 @@
+// The TcpStore wire format: length-prefixed frames with hard size limits.
+//
+//   frame    = u32 payload_length (little endian) · payload
+//   request  = u8 op · fields of that op (see Op)
+//   response = u8 status · i64 integer · u32 count · count × bytes
+//   str/bytes = u32 length · raw bytes
+//
+// Everything here is pure (no sockets) so the parser can be fuzzed and unit-tested alone.
+// A frame that breaks a limit or does not parse is an error for that connection only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spmd/store.hpp"
+
+namespace spmd::wire {
+
+enum class Op : uint8_t {
+  Auth = 1,        // str token
+  Set = 2,         // str key · bytes value
+  Get = 3,         // u64 timeout_ms · str key                 (waits server-side)
+  Add = 4,         // str key · i64 delta
+  CompareSet = 5,  // str key · bytes expected · bytes desired
+  Wait = 6,        // u64 timeout_ms · u32 n · n × str key     (waits server-side)
+  Check = 7,       // u32 n · n × str key
+  Delete = 8,      // str key
+  NumKeys = 9,     // (nothing)
+  MultiGet = 10,   // u64 timeout_ms · u32 n · n × str key     (waits server-side)
+  MultiSet = 11,   // u32 n · n × (str key · bytes value)
+  Append = 12,     // str key · bytes value
+};
+const char* op_name(Op op);
+
+enum class Status : uint8_t {
+  Ok = 0,       // integer and values carry the result
+  Error = 1,    // values[0] is a message
+  Timeout = 2,  // values are the keys still missing
+};
+
+struct Limits {
+  size_t max_key_bytes = 4096;
+  size_t max_value_bytes = 64u << 20;
+  size_t max_keys = 1u << 16;  // keys in one request
+  // A whole frame: one maximal value plus room for keys. Bounds what one connection can make
+  // the server buffer.
+  size_t max_frame_bytes() const { return max_value_bytes + (1u << 20); }
+};
+
+struct Request {
+  Op op = Op::NumKeys;
+  uint64_t timeout_ms = 0;
+  int64_t integer = 0;              // Add's delta
+  std::vector<std::string> keys;    // Auth: keys[0] is the token
+  std::vector<Bytes> values;        // Set/Append: [value]; CompareSet: [expected, desired]
+};
+
+struct Response {
+  Status status = Status::Ok;
+  int64_t integer = 0;
+  std::vector<Bytes> values;
+};
+
+constexpr size_t kHeaderBytes = 4;
+
+// Appends one whole frame (header + payload) to `out`.
+void encode_request(const Request& r, std::vector<uint8_t>& out);
+void encode_response(const Response& r, std::vector<uint8_t>& out);
+
+// Parses one payload. Returns false and sets `error` when it is malformed or breaks a limit.
+bool decode_request(const uint8_t* data, size_t size, const Limits& limits, Request& out,
+                    std::string& error);
+bool decode_response(const uint8_t* data, size_t size, Response& out, std::string& error);
+
+// Collects bytes from a stream and cuts them into frames.
+class FrameReader {
+ public:
+  enum class Result { Frame, NeedMore, Error };
+  explicit FrameReader(size_t max_frame_bytes) : max_frame_(max_frame_bytes) {}
+
+  // Room for at least n more bytes; commit() what was actually written there.
+  uint8_t* prepare(size_t n);
+  void commit(size_t n) { end_ += n; }
+  void append(const uint8_t* data, size_t n);
+
+  // On Frame, [payload, payload + size) stays valid until the next prepare/append/next call.
+  Result next(const uint8_t*& payload, size_t& size, std::string& error);
+  size_t buffered() const { return end_ - begin_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  size_t begin_ = 0, end_ = 0;
+  size_t max_frame_;
+};
+
+}  // namespace spmd::wire

@@ -1,0 +1,70 @@
+// The frame every transport message starts with, and the signature of the call it belongs to.
+// The signature travels with every message so a receiver can tell "the peer is in a different
+// call" (Error(Mismatch), naming both calls) from "the peer is slow" (Error(Timeout)).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "spmd/tensor.hpp"
+
+namespace spmd {
+
+enum class Collective : uint8_t {
+  AllReduce = 1, Broadcast, Reduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll,
+  Barrier, Send, Recv,
+};
+const char* collective_name(Collective c);
+
+// What a rank called: compared field by field between peers. `root` is a global rank (or the
+// tag for send/recv); `count` is the element count that defines the call (per-rank block for
+// gather-like calls, the whole tensor for all_reduce/broadcast/reduce).
+struct CallSignature {
+  Collective collective = Collective::Barrier;
+  DType dtype = DType::U8;
+  ReduceOp op = ReduceOp::Sum;
+  int32_t root = -1;
+  uint64_t count = 0;
+  bool operator==(const CallSignature&) const = default;
+};
+// "all_reduce(f32, 1024, Sum)", "broadcast(f32, 1024, root 0)", "barrier()".
+std::string describe(const CallSignature& s);
+
+enum class FrameKind : uint8_t { Data = 1, Abort = 2 };
+
+// 40 bytes on the wire, host byte order (all ranks of a job share one architecture).
+struct FrameHeader {
+  static constexpr uint32_t kMagic = 0x444d5053;  // "SPMD"
+  uint32_t magic = kMagic;
+  FrameKind kind = FrameKind::Data;
+  Collective collective = Collective::Barrier;
+  DType dtype = DType::U8;
+  uint8_t op = 0;         // ReduceOp for data frames; ErrorKind for abort frames
+  uint32_t group = 0;     // hash of the group's name
+  int32_t root = -1;
+  uint64_t seq = 0;       // the call's sequence number in its group
+  uint64_t count = 0;
+  uint64_t payload = 0;   // bytes that follow this header
+
+  CallSignature signature() const {
+    return {collective, dtype, static_cast<ReduceOp>(op), root, count};
+  }
+  static FrameHeader data(uint32_t group, uint64_t seq, const CallSignature& s, uint64_t payload) {
+    FrameHeader h;
+    h.collective = s.collective;
+    h.dtype = s.dtype;
+    h.op = static_cast<uint8_t>(s.op);
+    h.group = group;
+    h.root = s.root;
+    h.seq = seq;
+    h.count = s.count;
+    h.payload = payload;
+    return h;
+  }
+};
+static_assert(sizeof(FrameHeader) == 40, "FrameHeader is a wire format");
+
+// FNV-1a, used to name groups in frame headers.
+uint32_t hash_name(const std::string& s);
+
+}  // namespace spmd

@@ -1,0 +1,129 @@
+#include "transport/tcp/connection_manager.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "common/log.hpp"
+#include "spmd/error.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace spmd::tcp {
+
+namespace {
+
+struct Hello {
+  static constexpr uint32_t kMagic = 0x4c454853;  // "SHEL"
+  uint32_t magic = kMagic;
+  uint32_t group = 0;
+  int32_t rank = -1;
+  uint32_t reserved = 0;
+};
+
+Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
+std::string string_of(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+// Sends or receives exactly `n` bytes of a small blocking exchange, against the deadline.
+bool io_exact(int fd, void* buf, size_t n, bool sending, const Deadline& deadline) {
+  char* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = sending ? retry_eintr([&] { return ::send(fd, p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT); })
+                        : retry_eintr([&] { return ::recv(fd, p + done, n - done, MSG_DONTWAIT); });
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
+    if (!wait_fd(fd, sending ? POLLOUT : POLLIN, deadline)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ConnectionManager::ConnectionManager(std::shared_ptr<Store> store, std::string prefix, uint32_t group, int rank,
+                                     std::vector<int> globals)
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      group_(group),
+      rank_(rank),
+      globals_(std::move(globals)),
+      listener_(choose_listen_address()),
+      pairs_(globals_.size()) {
+  store_->set(prefix_ + "/addr/" + std::to_string(rank_),
+              bytes_of(format_address(listener_.host(), listener_.port())));
+  SPMD_LOG(Info) << "group " << prefix_ << ": rank " << rank_ << " listens on "
+                 << format_address(listener_.host(), listener_.port());
+}
+
+ConnectionManager::~ConnectionManager() { close_all(); }
+
+TcpPair& ConnectionManager::get(int peer, const Deadline& deadline) {
+  if (auto* p = pairs_[static_cast<size_t>(peer)].get()) return *p;
+  if (peer == rank_) raise(ErrorKind::InvalidArgument, "internal: a rank cannot connect to itself");
+  if (peer > rank_) {
+    connect_to_peer(peer, deadline);
+  } else {
+    while (!pairs_[static_cast<size_t>(peer)]) {
+      if (!accept_one(deadline))
+        raise(ErrorKind::Timeout, "rank " + std::to_string(global(rank_)) + " waited for rank " +
+                                      std::to_string(global(peer)) +
+                                      " to connect until the deadline (is that rank alive and in the same call?)");
+    }
+  }
+  return *pairs_[static_cast<size_t>(peer)];
+}
+
+void ConnectionManager::connect_higher(const Deadline& deadline) {
+  for (int p = rank_ + 1; p < size(); ++p)
+    if (!pairs_[static_cast<size_t>(p)]) connect_to_peer(p, deadline);
+}
+
+void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
+  std::string key = prefix_ + "/addr/" + std::to_string(peer);
+  std::string what = "rank " + std::to_string(global(rank_)) + " connecting to rank " + std::to_string(global(peer));
+  store_->wait({key}, deadline.remaining());
+  std::string addr = string_of(store_->get(key));
+  bool v6 = !addr.empty() && addr.front() == '[';
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) raise(ErrorKind::Store, what + ": malformed address '" + addr + "' in the store");
+  std::string host = v6 ? addr.substr(1, colon - 2) : addr.substr(0, colon);
+  auto port = static_cast<uint16_t>(std::stoi(addr.substr(colon + 1)));
+  Fd fd = connect_to(host, port, deadline, what);
+  Hello h;
+  h.group = group_;
+  h.rank = rank_;
+  if (!io_exact(fd.get(), &h, sizeof h, true, deadline))
+    raise(ErrorKind::PeerLost, what + ": the peer closed the connection during the hello");
+  pairs_[static_cast<size_t>(peer)] = std::make_unique<TcpPair>(std::move(fd), peer, global(peer));
+  SPMD_LOG(Trace) << "connected to rank " << global(peer) << " at " << addr;
+}
+
+bool ConnectionManager::accept_one(const Deadline& deadline) {
+  Fd fd = listener_.accept(deadline);
+  if (!fd) return false;
+  Hello h;
+  if (!io_exact(fd.get(), &h, sizeof h, false, deadline) || h.magic != Hello::kMagic || h.group != group_ ||
+      h.rank < 0 || h.rank >= rank_ || pairs_[static_cast<size_t>(h.rank)]) {
+    SPMD_LOG(Warn) << "group " << prefix_ << ": dropped a connection with a bad hello (not a peer of this group)";
+    return true;
+  }
+  pairs_[static_cast<size_t>(h.rank)] = std::make_unique<TcpPair>(std::move(fd), h.rank, global(h.rank));
+  SPMD_LOG(Trace) << "accepted rank " << global(h.rank);
+  return true;
+}
+
+void ConnectionManager::accept_pending(const Deadline& deadline) {
+  pollfd p{listener_.fd(), POLLIN, 0};
+  if (retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0) accept_one(deadline);
+}
+
+void ConnectionManager::close_all() {
+  for (auto& p : pairs_)
+    if (p) p->shutdown_and_close();
+  listener_.close();
+}
+
+}  // namespace spmd::tcp

@@ -1,0 +1,62 @@
+#include "transport/tcp/listener.hpp"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "spmd/error.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace spmd::tcp {
+
+Listener::Listener(const std::string& host, uint16_t port) : host_(host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    raise(ErrorKind::InvalidArgument, "cannot listen on '" + host + "': " + ::gai_strerror(rc));
+  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) {
+    ::freeaddrinfo(res);
+    raise_errno("creating the transport's listening socket");
+  }
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accepted sockets inherit the buffer sizes; set them before listen for the window scale.
+  tune_connection(fd.get());
+  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
+    int e = errno;
+    ::freeaddrinfo(res);
+    raise(ErrorKind::System, "binding the transport's listening socket to " + format_address(host, port) + ": " +
+                                 std::strerror(e) + " (set SPMD_SOCKET_IFNAME to choose another interface)");
+  }
+  ::freeaddrinfo(res);
+  if (::listen(fd.get(), 1024) != 0) raise_errno("listen on the transport socket");
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) raise_errno("getsockname");
+  port_ = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                     : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  fd_ = std::move(fd);
+}
+
+Fd Listener::accept(const Deadline& deadline) {
+  for (;;) {
+    int c = retry_eintr([&] { return ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK); });
+    if (c >= 0) {
+      Fd fd(c);
+      tune_connection(fd.get());
+      return fd;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) raise_errno("accepting a peer connection");
+    if (!wait_fd(fd_.get(), POLLIN, deadline)) return Fd();
+  }
+}
+
+}  // namespace spmd::tcp

@@ -1,0 +1,147 @@
+#include "transport/tcp/socket.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::tcp {
+
+void set_nonblocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) raise_errno("making a socket non-blocking");
+}
+
+void tune_connection(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int bytes = kSocketBufferBytes;
+  // SO_*BUFFORCE passes the sysctl caps when we may (root); otherwise take what we get.
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
+namespace {
+
+std::string address_of_interface(const std::string& ifname) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) raise_errno("listing network interfaces for SPMD_SOCKET_IFNAME");
+  std::string found;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || ifname != a->ifa_name) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
+      found = buf;
+      break;  // prefer IPv4
+    }
+    if (a->ifa_addr->sa_family == AF_INET6 && found.empty()) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, buf, sizeof buf);
+      found = buf;
+    }
+  }
+  ::freeifaddrs(list);
+  if (found.empty())
+    raise(ErrorKind::InvalidArgument, "SPMD_SOCKET_IFNAME=" + ifname +
+                                          " names no interface with an IP address here; list them with `ip addr`");
+  return found;
+}
+
+// The source address the kernel would use to reach `host` (a UDP connect sends nothing).
+std::string address_routing_to(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "127.0.0.1";
+  std::string out = "127.0.0.1";
+  Fd s(::socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (s && ::connect(s.get(), res->ai_addr, res->ai_addrlen) == 0) {
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+      char buf[NI_MAXHOST] = {};
+      if (::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) == 0)
+        out = buf;
+    }
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+std::string choose_listen_address() {
+  if (auto ifname = env::get("SPMD_SOCKET_IFNAME")) return address_of_interface(*ifname);
+  if (auto master = env::get("MASTER_ADDR")) return address_routing_to(*master);
+  return "127.0.0.1";
+}
+
+std::string format_address(const std::string& host, uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+bool wait_fd(int fd, short events, const Deadline& deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int n = retry_eintr([&] { return ::poll(&p, 1, deadline.poll_ms()); });
+    if (n < 0) raise_errno("poll");
+    if (n > 0) return true;
+    if (deadline.expired()) return false;
+  }
+}
+
+Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    raise(ErrorKind::InvalidArgument, what + ": cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  std::string last_error = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    Fd fd(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) continue;
+    tune_connection(fd.get());  // buffers before connect, so the window scale is negotiated for them
+    int r = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
+    if (r != 0 && errno != EINPROGRESS && errno != EINTR) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    if (r != 0) {
+      if (!wait_fd(fd.get(), POLLOUT, deadline)) {
+        ::freeaddrinfo(res);
+        raise(ErrorKind::Timeout, what + " at " + format_address(host, port) + ": no answer before the deadline");
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        last_error = std::strerror(err);
+        continue;
+      }
+    }
+    ::freeaddrinfo(res);
+    return fd;
+  }
+  ::freeaddrinfo(res);
+  raise(ErrorKind::PeerLost, what + " at " + format_address(host, port) + " failed: " + last_error +
+                                 " (the peer process probably exited)");
+}
+
+}  // namespace spmd::tcp

@@ -1,0 +1,37 @@
+// Socket helpers for the TCP transport: tuning, the local address to listen on, connecting
+// with a deadline. Every fd is owned by an Fd; EINTR goes through retry_eintr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/deadline.hpp"
+#include "common/fd.hpp"
+
+namespace spmd::tcp {
+
+// Socket buffer size asked for on every connection (the kernel caps it at
+// net.core.{w,r}mem_max unless it can force it): big enough that a ring step of a few MiB
+// flows without waiting for the receiver's scheduling.
+constexpr int kSocketBufferBytes = 4 << 20;
+
+void set_nonblocking(int fd);
+// TCP_NODELAY (latency of small steps) and large send/receive buffers.
+void tune_connection(int fd);
+
+// The address this process listens on: SPMD_SOCKET_IFNAME's address if set, else the local
+// address that routes to MASTER_ADDR if set, else 127.0.0.1.
+std::string choose_listen_address();
+
+// "host:port", with [brackets] for IPv6.
+std::string format_address(const std::string& host, uint16_t port);
+
+// Non-blocking connect with a deadline. On refusal/timeout raises Error(PeerLost/Timeout)
+// whose message starts with `what` (e.g. "connecting to rank 3").
+Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what);
+
+// Waits until fd is readable (POLLIN) or writable (POLLOUT) or the deadline passes; false on
+// timeout.
+bool wait_fd(int fd, short events, const Deadline& deadline);
+
+}  // namespace spmd::tcp

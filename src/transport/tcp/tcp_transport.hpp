@@ -1,0 +1,53 @@
+// TcpTransport: the Transport over TCP connections. A step runs all its sends and receives on
+// non-blocking sockets, trying every part and then blocking in poll() on the ones that could
+// not progress, so both directions of a full-duplex exchange move at once and a waiting rank
+// never spins (ranks may outnumber cores).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spmd/store.hpp"
+#include "transport/tcp/connection_manager.hpp"
+#include "transport/transport.hpp"
+
+namespace spmd::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  // `prefix`: the group's store prefix (also names the group in messages); `globals[i]`: the
+  // world rank of group rank i.
+  TcpTransport(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> globals);
+  ~TcpTransport() override;
+
+  int rank() const override { return conns_.rank(); }
+  int size() const override { return conns_.size(); }
+  void run(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) override;
+  int wait_any_sender(std::span<const int> peers, const OpContext& op) override;
+  void abort(ErrorKind kind, const std::string& message) noexcept override;
+
+  // Bytes of a receive buffer that reduce-on-receive reads into before handing to the sink:
+  // small enough to stay in L2 while it is reduced.
+  static constexpr size_t kChunkBytes = 128 << 10;
+
+ private:
+  struct RecvState;
+  void check_usable() const;
+  bool progress_send(SendPart& s, FrameHeader& h, const OpContext& op);
+  bool progress_recv(RecvPart& r, RecvState& st, const OpContext& op);
+  void accept_header(RecvPart& r, RecvState& st, TcpPair& pair, const OpContext& op, char* landed, size_t extra);
+  [[noreturn]] void raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op);
+  [[noreturn]] void raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op);
+  std::string who() const;
+  std::string call(const OpContext& op) const;
+
+  ConnectionManager conns_;
+  std::string prefix_;
+  uint32_t group_;
+  std::optional<std::pair<ErrorKind, std::string>> broken_;
+  std::vector<std::vector<char>> scratch_;  // one chunk buffer per concurrent sink receive
+};
+
+}  // namespace spmd::tcp

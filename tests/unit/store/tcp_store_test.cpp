@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "store_contract.hpp"
+
+using namespace spmd;
+using namespace std::chrono_literals;
+
+namespace {
+TcpStoreOptions client_of(const TcpStoreServer& server, std::chrono::milliseconds timeout = 10s) {
+  TcpStoreOptions o;
+  o.host = "127.0.0.1";
+  o.port = server.port();
+  o.timeout = timeout;
+  return o;
+}
+}  // namespace
+
+TEST(TcpStore, Semantics) {
+  TcpStoreServer server;
+  TcpStore s(client_of(server));
+  store_test::check_basic_semantics(s);
+}
+
+TEST(TcpStore, TimeoutsNameMissingKeys) {
+  TcpStoreServer server;
+  TcpStore s(client_of(server));
+  store_test::check_timeouts_name_missing_keys(s);
+  // The connection stays usable after a server-side timeout.
+  s.set("after", std::string("ok"));
+  EXPECT_EQ(s.get_string("after"), "ok");
+}
+
+TEST(TcpStore, BlockingGetIsAnsweredWhenTheKeyArrives) {
+  TcpStoreServer server;
+  TcpStore reader(client_of(server)), writer(client_of(server));
+  store_test::check_blocking_get_is_answered(reader, writer);
+}
+
+TEST(TcpStore, IsServerHostsAndServes) {
+  TcpStoreOptions o;
+  o.is_server = true;
+  o.timeout = 10s;
+  TcpStore host(o);
+  ASSERT_NE(host.port(), 0);
+  TcpStoreOptions c;
+  c.port = host.port();
+  c.timeout = 10s;
+  TcpStore client(c);
+  client.set("k", std::string("v"));
+  EXPECT_EQ(host.get_string("k"), "v");
+}
+
+// ---- many clients --------------------------------------------------------------------------
+
+TEST(TcpStore, ManyClientsAddConcurrentlyAndSumExactly) {
+  TcpStoreServer server;
+  constexpr int kClients = 16, kAdds = 200;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c)
+    threads.emplace_back([&] {
+      TcpStore s(client_of(server));
+      for (int i = 0; i < kAdds; ++i) s.add("counter", 1);
+      // Barrier: the last one in sets "all-in"; everyone waits for it.
+      if (s.add("arrived", 1) == kClients) s.set("all-in", std::string("1"));
+      s.wait({"all-in"}, 20s);
+    });
+  for (auto& t : threads) t.join();
+  TcpStore s(client_of(server));
+  EXPECT_EQ(s.add("counter", 0), kClients * kAdds);
+}
+
+TEST(TcpStore, LargeValuesRoundTripAndOversizedValuesAreRefusedByTheClient) {
+  TcpStoreServer server;
+  TcpStore s(client_of(server));
+  Bytes big(8u << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
+  s.set("big", big);
+  EXPECT_EQ(s.get("big"), big);
+  store_test::expect_error(ErrorKind::InvalidArgument, "exceeds the limit",
+                           [&] { s.set("huge", Bytes((64u << 20) + 1)); });
+  store_test::expect_error(ErrorKind::InvalidArgument, "exceeds the limit",
+                           [&] { s.set(std::string(5000, 'k'), Bytes{}); });
+}
+
+TEST(TcpStore, ServerLimitBelowTheClientsIsReportedAndTheClientRecovers) {
+  TcpStoreServerOptions so;
+  so.max_value_bytes = 1024;
+  TcpStoreServer server(so);
+  TcpStore s(client_of(server));
+  store_test::expect_error(ErrorKind::Store, "exceeds the limit of 1024",
+                           [&] { s.set("v", Bytes(2000)); });
+  s.set("v", Bytes(10));  // reconnects
+  EXPECT_EQ(s.get("v").size(), 10u);
+  EXPECT_FALSE(s.check({"x"}));
+}
