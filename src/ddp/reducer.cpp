@@ -68,7 +68,7 @@ void Reducer::Impl::mark_locked(size_t i) {
                                           " was marked ready twice in one iteration (a parameter used twice must be "
                                           "marked once, after its gradient is complete; did finish() get skipped?)");
   marked[i] = 1;
-  if (rebuilds == 0) ready_order.push_back(i);
+  if (rebuilds == 0 && options.rebuild_buckets && !options.find_unused_parameters) ready_order.push_back(i);
   ReducerBucket& b = buckets[bucket_of[i]];
   if (!options.gradient_as_bucket_view) {
     TensorView dst = b.slice(slot_of[i]);
@@ -105,6 +105,7 @@ void Reducer::Impl::wait_launched(bool rethrow) {
 
 void Reducer::Impl::reset_iteration() {
   std::fill(marked.begin(), marked.end(), 0);
+  ready_order.clear();  // consumed by the rebuild, or stale after a failed iteration
   for (auto& b : buckets) {
     b.pending = b.params.size();
     b.launched = false;
