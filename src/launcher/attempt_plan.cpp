@@ -1,0 +1,100 @@
+#include "launcher/attempt_plan.hpp"
+
+#include <cstdlib>
+#include <map>
+
+namespace spmd::launcher {
+
+std::string AttemptPlan::store_prefix() const {
+  return "spmd/" + run_id + "/" + std::to_string(restart_count);
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string python_executable() {
+  for (const char* name : {"SPMD_PYTHON", "PYTHON_EXEC"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return "python3";
+}
+}  // namespace
+
+std::vector<std::string> worker_command(const Options& o) {
+  std::vector<std::string> argv;
+  bool python = o.module || o.run_path || (!o.no_python && ends_with(o.program, ".py"));
+  if (python) {
+    argv = {python_executable(), "-u"};
+    if (o.run_path) {
+      // torchrun runs the script with runpy.run_path inside its own interpreter; here it is
+      // the worker's interpreter that does so.
+      argv.push_back("-c");
+      argv.push_back("import runpy, sys; sys.argv = sys.argv[1:]; "
+                     "runpy.run_path(sys.argv[0], run_name='__main__')");
+    } else if (o.module) {
+      argv.push_back("-m");
+    }
+  }
+  argv.push_back(o.program);
+  argv.insert(argv.end(), o.program_args.begin(), o.program_args.end());
+  return argv;
+}
+
+const std::vector<std::string>& launch_variable_names() {
+  static const std::vector<std::string> names{
+      "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
+      "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+      "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+      "TORCHELASTIC_USE_AGENT_STORE", "NODE_RANK", "SPMD_STORE_ADDR", "SPMD_STORE_PORT",
+      "SPMD_STORE_PREFIX"};
+  return names;
+}
+
+std::vector<std::string> worker_environment(const Options& o, const AttemptPlan& plan,
+                                            const RankEntry& e, char** base_environ) {
+  std::map<std::string, std::string> set{
+      {"LOCAL_RANK", std::to_string(e.local_rank)},
+      {"RANK", std::to_string(e.global_rank)},
+      {"GROUP_RANK", std::to_string(plan.node_rank)},
+      // One role per job: role ranks are the global ranks (torchrun does the same).
+      {"ROLE_RANK", std::to_string(e.global_rank)},
+      {"ROLE_NAME", o.role},
+      {"LOCAL_WORLD_SIZE", std::to_string(e.local_world_size)},
+      {"WORLD_SIZE", std::to_string(e.world_size)},
+      {"GROUP_WORLD_SIZE", std::to_string(plan.table.nnodes())},
+      {"ROLE_WORLD_SIZE", std::to_string(e.world_size)},
+      {"MASTER_ADDR", plan.master_addr},
+      {"MASTER_PORT", std::to_string(plan.master_port)},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(plan.restart_count)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts)},
+      {"TORCHELASTIC_RUN_ID", plan.run_id},
+      // Workers never share the launcher's store with torch: torch's rank 0 hosts its own
+      // TCPStore at MASTER_PORT (as torchrun's c10d/standalone modes do).
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"NODE_RANK", std::to_string(plan.node_rank)},
+  };
+  if (!plan.store_addr.empty()) {
+    set["SPMD_STORE_ADDR"] = plan.store_addr;
+    set["SPMD_STORE_PORT"] = std::to_string(plan.store_port);
+    set["SPMD_STORE_PREFIX"] = plan.store_prefix();
+  }
+  std::vector<std::string> env;
+  for (char** p = base_environ; p != nullptr && *p != nullptr; ++p) {
+    std::string kv(*p);
+    std::string key = kv.substr(0, kv.find('='));
+    if (set.count(key) != 0) continue;
+    // A stale spmd store from an outer launch must not leak into this one.
+    if (plan.store_addr.empty() && key.rfind("SPMD_STORE_", 0) == 0 && key != "SPMD_STORE_TOKEN")
+      continue;
+    env.push_back(std::move(kv));
+  }
+  // torchrun also passes NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it.
+  if (std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) env.push_back("NCCL_ASYNC_ERROR_HANDLING=1");
+  for (auto& [k, v] : set) env.push_back(k + "=" + v);
+  return env;
+}
+
+}  // namespace spmd::launcher

@@ -1,0 +1,38 @@
+// What one attempt of the job runs on this node: the rank table the rendezvous agreed on, the
+// addresses workers meet at, and how each worker is started (its argv and environment, exactly
+// torchrun's variables plus NODE_RANK and spmd's SPMD_STORE_*).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/options.hpp"
+#include "launcher/rank_table.hpp"
+
+namespace spmd::launcher {
+
+struct AttemptPlan {
+  RankTable table{{1}};
+  int node_rank = 0;
+  std::string master_addr;  // MASTER_ADDR / MASTER_PORT: left for PyTorch's own TCPStore
+  int master_port = 0;
+  std::string store_addr;   // SPMD_STORE_ADDR / _PORT: the launcher's store ("" = none)
+  int store_port = 0;
+  std::string run_id;
+  int restart_count = 0;
+  std::string store_prefix() const;  // "spmd/<run_id>/<restart_count>"
+};
+
+// The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,
+// else torchrun's PYTHON_EXEC, else python3 from PATH — with -u; anything else runs directly.
+std::vector<std::string> worker_command(const Options& options);
+
+// The complete environment of one worker: the launcher's own environment with the launch
+// variables set (replacing any inherited values).
+std::vector<std::string> worker_environment(const Options& options, const AttemptPlan& plan,
+                                            const RankEntry& entry, char** base_environ);
+
+// The names of every variable worker_environment sets (for docs and tests).
+const std::vector<std::string>& launch_variable_names();
+
+}  // namespace spmd::launcher

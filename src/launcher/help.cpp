@@ -1,0 +1,92 @@
+// spmdrun --help: every flag, its torchrun spelling and PET_* variable, and what workers get.
+#include "launcher/options.hpp"
+
+namespace spmd::launcher {
+
+std::string help_text() {
+  return R"(usage: spmdrun [flags] PROGRAM [ARGS...]
+
+Starts PROGRAM as the processes of one SPMD job on this node (torchrun's contract: the same
+flags and the same worker variables, natively). Every flag also has torchrun's underscore
+spelling (--nproc_per_node) and takes its default from PET_<NAME> (PET_NPROC_PER_NODE=4).
+A PROGRAM ending in .py runs under Python (SPMD_PYTHON, else PYTHON_EXEC, else python3 from
+PATH, with -u); anything else is executed directly.
+
+Nodes and processes:
+  --nnodes N|MIN:MAX        nodes in the job (default 1); a range needs --rdzv-backend c10d
+  --nproc-per-node N|auto|cpu
+                            processes on this node (default 1; auto/cpu = one per CPU core).
+                            Nodes may run different counts: ranks are numbered node by node
+  --node-rank R             this node's rank, 0..nnodes-1 (static rendezvous; default 0)
+
+Rendezvous:
+  --standalone              one node, nothing to set up: free ports are picked (default for a
+                            single node anyway); MASTER_ADDR is the host's name, like torchrun
+  --master-addr HOST        node 0's address (default 127.0.0.1)
+  --master-port PORT        where node 0's spmdrun hosts the launcher store (static rendezvous;
+                            required with --nnodes > 1). Workers get a different free
+                            MASTER_PORT for PyTorch's own store
+  --rdzv-backend static|c10d
+                            static (default): fixed nodes and node ranks; c10d: nodes join at
+                            --rdzv-endpoint and get node ranks in join order
+  --rdzv-endpoint HOST:PORT c10d: the meeting point; the first node to bind it hosts the store
+  --rdzv-id ID              the job's id (TORCHELASTIC_RUN_ID; default "none"); nodes of one
+                            c10d job must give the same id
+  --rdzv-conf K=V,...       join_timeout=SECONDS (default 600), last_call_timeout=SECONDS
+                            (default 1: how long to wait for more nodes once MIN have joined)
+
+Workers:
+  --max-restarts K          restart the whole job (every node) up to K times after a failure
+                            (TORCHELASTIC_RESTART_COUNT counts them; default 0)
+  --monitor-interval S      longest sleep between checks of the workers (default 5); exits
+                            are seen at once (SIGCHLD), so this rarely matters
+  --grace-period S          after SIGTERM, how long workers have before SIGKILL (default 5)
+  --role NAME               ROLE_NAME for the workers (default "default"; also the output
+                            prefix: --role rank gives "[rank0]:")
+  --no-python               execute PROGRAM directly, even if it ends in .py
+  -m, --module              run PROGRAM as a Python module (python3 -u -m PROGRAM)
+  --run-path                run PROGRAM (a .py path) with runpy.run_path in the worker's Python
+  --start-method M          accepted for torchrun compatibility (workers are always fork+exec)
+
+Output:
+  -r, --redirects V         send worker streams to log files only: 0 none, 1 stdout,
+                            2 stderr, 3 both; or per local rank, e.g. 0:3,1:2
+  -t, --tee V               same values: write log files AND show on the console
+  --log-dir DIR             log files go to DIR/<rdzv id>/attempt_<n>/<local rank>/{stdout,
+                            stderr}.log (default with -r/-t: a new directory under $TMPDIR)
+  --local-ranks-filter R,.. show only these local ranks' output on the console (log files
+                            keep everything)
+  Each console line of a worker is prefixed "[<role><local rank>]:" (torchrun's format) when
+  the job has more than one process; TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (with $role_name,
+  $rank, $local_rank) changes it, e.g. '[$rank]:'.
+
+spmd extras:
+  --dry-run                 print the rank table (node rank, local rank, rank, world size)
+                            these flags produce, and the worker command, then exit
+  -h, --help                this text
+
+Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
+  ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
+  TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE=False
+  NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
+  (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.
+
+When a worker fails, the others are stopped (SIGTERM to each worker's process group, SIGKILL
+after --grace-period) and spmdrun prints which rank failed, where, how (exit code or signal)
+and the end of its stderr, then exits with that worker's exit code (128+N for signal N).
+SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Exit codes: 0 every worker
+succeeded; 2 bad flags; 127 the program could not be started.
+
+Examples:
+  spmdrun --nproc-per-node 4 ./train
+  spmdrun --standalone --nproc-per-node 4 train.py --epochs 3
+  # two nodes, static: node 0 hosts the store at 10.0.0.1:29500
+  spmdrun --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 ./train
+  spmdrun --nnodes 2 --node-rank 1 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 ./train
+  # elastic-style: 2 to 4 nodes join at one endpoint
+  spmdrun --nnodes 2:4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job7 ./train
+  spmdrun --dry-run --nnodes 3 --nproc-per-node 8
+)";
+}
+
+}  // namespace spmd::launcher

@@ -1,0 +1,89 @@
+// spmdrun: the per-node launcher (DESIGN.md §6). torchrun's contract, natively.
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/attempt_plan.hpp"
+#include "launcher/job.hpp"
+#include "launcher/options.hpp"
+#include "launcher/rank_table.hpp"
+#include "launcher/plain_message.hpp"
+#include "launcher/stream_pump.hpp"
+#include "spmd/error.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace spmd::launcher;
+
+void say(const std::string& text) { write_all(2, text.data(), text.size()); }
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** p = environ; *p != nullptr; ++p) {
+    std::string kv(*p);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+int dry_run(const Options& o) {
+  std::vector<int> counts(static_cast<size_t>(o.max_nodes), o.nproc_per_node);
+  RankTable table(counts);
+  std::string text = table.format();
+  if (o.min_nodes != o.max_nodes)
+    text += "(--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
+            ": shown for " + std::to_string(o.max_nodes) +
+            " nodes; the c10d rendezvous assigns node ranks in join order)\n";
+  text += "(nodes with different --nproc-per-node: each node's first rank is the sum of the "
+          "counts below it, exchanged at the rendezvous)\n";
+  if (!o.program.empty()) {
+    text += "command:";
+    for (const auto& a : worker_command(o)) text += " " + a;
+    text += "\n";
+  }
+  write_all(1, text.data(), text.size());
+  return 0;
+}
+
+void set_omp_threads(const Options& o) {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr || o.nproc_per_node <= 1) return;
+  // torchrun's banner, word for word (it logs it as a warning of torch.distributed.run).
+  say("WARNING:spmdrun:\n*****************************************\n"
+      "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
+      "avoid your system being overloaded, please further tune the variable for optimal "
+      "performance in your application as needed. \n"
+      "*****************************************\n");
+  setenv("OMP_NUM_THREADS", "1", 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  ParseResult parsed;
+  try {
+    parsed = parse_options(args, environment());
+  } catch (const spmd::Error& e) {
+    say("spmdrun: error: " + plain_message(e) + "\nTry 'spmdrun --help' for every flag.\n");
+    return 2;
+  }
+  if (parsed.help) {
+    std::string h = help_text();
+    write_all(1, h.data(), h.size());
+    return 0;
+  }
+  const Options& o = parsed.options;
+  if (o.dry_run) return dry_run(o);
+  set_omp_threads(o);
+  try {
+    return run_job(o);
+  } catch (const spmd::Error& e) {
+    say("spmdrun: error: " + plain_message(e) + "\n");
+    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+  }
+}

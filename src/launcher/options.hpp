@@ -1,0 +1,71 @@
+// spmdrun's command line: torchrun's flags (both spellings), their PET_* environment
+// defaults, and the checks that turn bad input into a clear message (exit status 2).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/std_streams.hpp"
+
+namespace spmd::launcher {
+
+enum class RdzvBackend { Static, C10d };
+
+struct Options {
+  // Nodes and processes.
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int nproc_per_node = 1;
+  int node_rank = 0;
+  // Rendezvous.
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0 = not given (single node: pick a free port)
+  bool master_port_given = false;
+  bool standalone = false;
+  RdzvBackend rdzv_backend = RdzvBackend::Static;
+  std::string rdzv_endpoint;  // host:port (c10d)
+  std::string rdzv_id = "none";
+  double join_timeout_s = 600;      // --rdzv-conf join_timeout=...
+  double last_call_timeout_s = 1;   // --rdzv-conf last_call_timeout=...
+  // Workers.
+  int max_restarts = 0;
+  double monitor_interval_s = 5;
+  double grace_period_s = 5;  // SIGTERM → SIGKILL during teardown
+  std::string role = "default";
+  bool no_python = false;
+  bool module = false;
+  bool run_path = false;
+  // Output.
+  std::string log_dir;
+  StdSpec redirects;
+  StdSpec tee;
+  std::set<int> local_ranks_filter;  // empty = every rank
+  // spmd extras.
+  bool dry_run = false;
+  std::string hostfile;
+  std::string rsh;
+  // The program and its arguments.
+  std::string program;
+  std::vector<std::string> program_args;
+
+  bool multi_node() const { return max_nodes > 1; }
+};
+
+// What parse() found: options to run, or a request for help/version (already answered).
+struct ParseResult {
+  Options options;
+  bool help = false;
+};
+
+// Parses argv (argv[0] is spmdrun itself) with PET_* defaults from `env`. Raises
+// Error(InvalidArgument) with a message fit for the user on bad input.
+ParseResult parse_options(const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& env);
+
+// The full --help text.
+std::string help_text();
+
+}  // namespace spmd::launcher

@@ -1,0 +1,13 @@
+#include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous_local.hpp"
+#include "launcher/rendezvous_static.hpp"
+
+namespace spmd::launcher {
+
+std::unique_ptr<Rendezvous> make_rendezvous(const Options& o, SignalChannel& signals) {
+  if (o.rdzv_backend == RdzvBackend::C10d) return std::make_unique<C10dRendezvous>(o, signals);
+  if (!o.multi_node()) return std::make_unique<LocalRendezvous>(o);
+  return std::make_unique<StaticRendezvous>(o, signals);
+}
+
+}  // namespace spmd::launcher

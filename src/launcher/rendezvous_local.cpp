@@ -1,0 +1,39 @@
+// The single-node rendezvous: nothing to agree on. spmdrun hosts its store (when built with
+// one) on a free loopback port and gives PyTorch a second free port, so two jobs on one
+// machine never collide.
+#include "launcher/rendezvous_local.hpp"
+
+#include "launcher/net.hpp"
+
+namespace spmd::launcher {
+
+LocalRendezvous::LocalRendezvous(const Options& o) : options_(o) {
+  run_id_ = o.standalone ? random_uuid() : o.rdzv_id;
+  // torchrun's standalone mode puts the host's name in MASTER_ADDR; a plain run uses
+  // --master-addr (127.0.0.1 unless given).
+  master_addr_ = o.standalone ? fq_host_name() : o.master_addr;
+  start_store();
+}
+
+AttemptPlan LocalRendezvous::next(int restart_count) {
+  AttemptPlan plan;
+  plan.table = RankTable({options_.nproc_per_node});
+  plan.node_rank = 0;
+  plan.master_addr = master_addr_;
+  // A fresh port per attempt: the last attempt's may still be held by a dying worker.
+  plan.master_port = pick_free_port();
+  plan.store_addr = store_addr_;
+  plan.store_port = store_port_;
+  plan.run_id = run_id_;
+  plan.restart_count = restart_count;
+  return plan;
+}
+
+Verdict LocalRendezvous::conclude(const AttemptOutcome& local, const std::string&) {
+  Verdict v;
+  v.ok = local.kind == AttemptOutcome::Kind::Succeeded;
+  v.exit_code = local.exit_code;
+  return v;
+}
+
+}  // namespace spmd::launcher

@@ -1,0 +1,232 @@
+#include "launcher/rendezvous_store.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/log.hpp"
+#include "launcher/net.hpp"
+#include "launcher/plain_message.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::launcher {
+
+namespace {
+using std::chrono::milliseconds;
+// Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
+// is answered within this time even while it waits for other nodes.
+constexpr milliseconds kWaitSlice{250};
+constexpr milliseconds kCallTimeout{30000};
+constexpr milliseconds kAckTimeout{10000};
+
+std::vector<std::string> split(const std::string& s, char sep, size_t max_parts) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (parts.size() + 1 < max_parts) {
+    size_t next = s.find(sep, pos);
+    if (next == std::string::npos) break;
+    parts.push_back(s.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  parts.push_back(s.substr(pos));
+  return parts;
+}
+}  // namespace
+
+StoreRendezvous::StoreRendezvous(const Options& options, SignalChannel& signals)
+    : options_(options), signals_(signals) {
+  stop_event_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!stop_event_) raise_errno("eventfd (rendezvous)");
+}
+
+StoreRendezvous::~StoreRendezvous() { stop_watcher(); }
+
+std::string StoreRendezvous::key(const std::string& name) const {
+  return scope_ + "/a" + std::to_string(attempt_) + "/" + name;
+}
+
+void StoreRendezvous::check_signals() {
+  while (auto sig = signals_.read_one())
+    if (*sig != SIGCHLD) throw Interrupted{*sig};
+}
+
+bool StoreRendezvous::try_host_store(const std::string& bind_host, int port) {
+  TcpStoreServerOptions so;
+  so.host = bind_host;
+  so.port = static_cast<uint16_t>(port);
+  try {
+    server_ = std::make_unique<TcpStoreServer>(so);
+    return true;
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("Address already in use") != std::string::npos) return false;
+    throw;
+  }
+}
+
+std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
+  TcpStoreOptions co;
+  co.host = store_host_;
+  co.port = static_cast<uint16_t>(store_port_);
+  while (true) {
+    // Connect in short slices (the store's host may not be up yet) and look at signals
+    // between them.
+    co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
+    try {
+      auto client = std::make_unique<TcpStore>(co);
+      client->set_timeout(kCallTimeout);
+      return client;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout || deadline.expired())
+        raise(e.kind(), "spmdrun could not reach the launcher store at " + store_host_ + ":" +
+                            std::to_string(store_port_) + ": " + plain_message(e) +
+                            "; start the node that hosts it (node 0, or the --rdzv-endpoint host) "
+                            "and check the address, port and firewall");
+    }
+    check_signals();
+  }
+}
+
+void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
+                                 const std::string& connect_host, int port) {
+  if (host_it && !server_) {
+    try {
+      TcpStoreServerOptions so;
+      so.host = bind_host;
+      so.port = static_cast<uint16_t>(port);
+      server_ = std::make_unique<TcpStoreServer>(so);
+    } catch (const Error& e) {
+      raise(ErrorKind::System,
+            "spmdrun (node 0) could not host the launcher store on " + bind_host + ":" +
+                std::to_string(port) + ": " + plain_message(e) +
+                "; pick a free --master-port (the other nodes must use the same one), or stop "
+                "whatever holds that port (ss -ltnp 'sport = :" + std::to_string(port) + "')");
+    }
+  }
+  store_host_ = connect_host;
+  store_port_ = server_ ? server_->port() : port;
+  store_ = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
+}
+
+void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Deadline& deadline,
+                                const std::string& what) {
+  while (true) {
+    try {
+      store_->wait(keys, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
+      return;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) throw;
+      if (deadline.expired()) raise(ErrorKind::Timeout, what);
+    }
+    check_signals();
+  }
+}
+
+void StoreRendezvous::begin_attempt(int attempt, int node_rank, int nnodes) {
+  stop_watcher();
+  attempt_ = attempt;
+  node_rank_ = node_rank;
+  nnodes_ = nnodes;
+  uint64_t drained = 0;
+  while (::read(stop_event_.get(), &drained, sizeof drained) > 0) {
+  }
+  watcher_quit_ = false;
+  {
+    std::lock_guard<std::mutex> lock(watcher_error_mu_);
+    watcher_error_.clear();
+  }
+  // The watcher has its own connection: the main thread's client may be busy in a call.
+  std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
+  std::string over = key("over");
+  watcher_ = std::thread([this, client, over] {
+    while (!watcher_quit_) {
+      try {
+        client->wait({over}, std::chrono::seconds(5));
+        break;
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Timeout) continue;
+        std::lock_guard<std::mutex> lock(watcher_error_mu_);
+        watcher_error_ = plain_message(e);
+        break;
+      }
+    }
+    uint64_t one = 1;
+    ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
+    (void)ignored;
+  });
+}
+
+void StoreRendezvous::stop_watcher() {
+  if (!watcher_.joinable()) return;
+  watcher_quit_ = true;
+  watcher_.join();  // ends within one 5 s wait slice at worst; at once once "over" is set
+}
+
+Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string& summary) {
+  using Kind = AttemptOutcome::Kind;
+  Verdict v;
+  std::string over_key = key("over");
+  std::string value;
+  try {
+    if (local.kind == Kind::Succeeded) {
+      if (store_->add(key("done"), 1) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
+      // Wait for the job's end: the watcher wakes us; a signal stops the whole job.
+      pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
+      while (!(fds[1].revents & POLLIN)) {
+        int ms = static_cast<int>(std::max(options_.monitor_interval_s, 0.01) * 1000);
+        if (::poll(fds, 2, ms) < 0 && errno != EINTR) raise_errno("poll (waiting for the other nodes)");
+        if (fds[0].revents & POLLIN) {
+          while (auto sig = signals_.read_one()) {
+            if (*sig == SIGCHLD) continue;
+            store_->compare_set(over_key, {}, to_bytes("stop|" + std::to_string(node_rank_) + "|" +
+                                                         std::to_string(128 + *sig) + "|spmdrun on " +
+                                                         host_name() + " received " + signal_name(*sig)));
+          }
+        }
+      }
+    } else if (local.kind != Kind::StoppedByPeer) {
+      std::string what = local.kind == Kind::Interrupted ? "stop" : "fail";
+      store_->compare_set(over_key, {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
+                                                   std::to_string(local.exit_code) + "|" + summary));
+    }
+    stop_watcher();
+    {
+      std::lock_guard<std::mutex> lock(watcher_error_mu_);
+      if (!watcher_error_.empty() && !store_->check({over_key})) raise(ErrorKind::PeerLost, watcher_error_);
+    }
+    value = to_string(store_->get(over_key));
+    store_->set(key("ack" + std::to_string(node_rank_)), std::string("1"));
+  } catch (const Error& e) {
+    v.ok = false;
+    v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
+    v.local_root = local.kind != Kind::Succeeded && local.kind != Kind::StoppedByPeer;
+    v.remote_cause = "lost the launcher store (" + plain_message(e) + ")";
+    v.stop_job = true;
+    return v;
+  }
+  if (value == "ok") return v;
+  auto parts = split(value, '|', 4);
+  v.ok = false;
+  v.stop_job = parts[0] == "stop";
+  v.local_root = parts.size() > 1 && parts[1] == std::to_string(node_rank_);
+  v.exit_code = parts.size() > 2 ? std::atoi(parts[2].c_str()) : 1;
+  v.remote_cause = parts.size() > 3 ? parts[3] : value;
+  return v;
+}
+
+void StoreRendezvous::finish() {
+  stop_watcher();
+  if (!server_ || !store_) return;
+  // Keep the store up until every node has read the verdict (or a short deadline passes).
+  std::vector<std::string> acks;
+  for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
+  try {
+    wait_keys(acks, Deadline(kAckTimeout), "not every node read the job's end");
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
+  } catch (const Interrupted&) {
+  }
+}
+
+}  // namespace spmd::launcher

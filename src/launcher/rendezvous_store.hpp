@@ -1,0 +1,74 @@
+// The part of the multi-node rendezvous both backends share: the launcher store (hosted by
+// one node's spmdrun, reached by the others as clients), waits that a signal to spmdrun
+// interrupts, and how nodes agree on the end of an attempt.
+//
+// Per attempt n, under "<scope>/a<n>/":
+//   over   — set once, by compare_set, by the first node whose attempt ended badly
+//            ("fail|<node>|<exit code>|<summary>", or "stop|..." after a signal), or by the
+//            last node to succeed ("ok"). Every node's watcher thread waits on it and wakes
+//            its agent, which stops the local workers.
+//   done   — count of nodes whose workers all succeeded.
+//   ack<r> — node r has read "over"; the hosting node keeps the store up until all have.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/deadline.hpp"
+#include "common/fd.hpp"
+#include "launcher/rendezvous.hpp"
+#include "spmd/store.hpp"
+
+namespace spmd::launcher {
+
+class StoreRendezvous : public Rendezvous {
+ public:
+  StoreRendezvous(const Options& options, SignalChannel& signals);
+  ~StoreRendezvous() override;
+
+  int stop_fd() override { return stop_event_.get(); }
+  Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
+  void finish() override;
+
+ protected:
+  // Hosts the store at host:port when `host_it`, then connects to it at connect_host:port.
+  // Bind failures name the address and port and suggest the fix.
+  void open_store(bool host_it, const std::string& bind_host, const std::string& connect_host,
+                  int port);
+  // Tries to host the store at bind_host:port; false when the port is taken.
+  bool try_host_store(const std::string& bind_host, int port);
+  // Blocks until every key exists, the deadline passes (Error(Timeout) with `what`), or a
+  // signal arrives (throws Interrupted).
+  void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what);
+  void check_signals();
+  // Starts watching attempt n's "over" key (call at the end of next()).
+  void begin_attempt(int attempt, int node_rank, int nnodes);
+  std::string key(const std::string& name) const;  // "<scope>/a<attempt>/<name>"
+
+  const Options& options_;
+  SignalChannel& signals_;
+  std::string scope_;  // key prefix of this job
+  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<Store> store_;
+  std::string store_host_;
+  int store_port_ = 0;
+  int attempt_ = 0;
+  int node_rank_ = 0;
+  int nnodes_ = 1;
+
+ private:
+  void stop_watcher();
+  std::unique_ptr<TcpStore> connect(const Deadline& deadline);
+
+  Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
+  std::thread watcher_;
+  std::atomic<bool> watcher_quit_{false};
+  std::mutex watcher_error_mu_;
+  std::string watcher_error_;
+};
+
+}  // namespace spmd::launcher

@@ -1,0 +1,143 @@
+#include "launch_harness.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace spmd::launcher::testing {
+
+std::string spmdrun_path() { return SPMDRUN_PATH; }
+std::string print_env_path() { return PRINT_ENV_PATH; }
+
+Launch::Launch(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  SpawnSpec spec;
+  spec.argv.push_back(spmdrun_path());
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  for (char** p = environ; *p; ++p) {
+    std::string kv(*p);
+    if (env.count(kv.substr(0, kv.find('='))) == 0) spec.env.push_back(kv);
+  }
+  for (const auto& [k, v] : env)
+    if (!v.empty()) spec.env.push_back(k + "=" + v);  // "" = unset it
+  process_ = ChildProcess::spawn(spec);
+  out_ = std::move(process_.stdout_pipe());
+  err_ = std::move(process_.stderr_pipe());
+}
+
+bool Launch::pump(const Deadline& deadline) {
+  pollfd fds[2];
+  int n = 0;
+  Fd* owners[2];
+  for (Fd* f : {&out_, &err_})
+    if (f->valid()) {
+      fds[n] = {f->get(), POLLIN, 0};
+      owners[n++] = f;
+    }
+  if (n == 0) return false;
+  if (::poll(fds, static_cast<nfds_t>(n), deadline.poll_ms()) <= 0) return true;
+  for (int i = 0; i < n; ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[8192];
+    ssize_t r = ::read(owners[i]->get(), buf, sizeof buf);
+    if (r > 0) (owners[i] == &out_ ? result_.out : result_.err).append(buf, static_cast<size_t>(r));
+    else if (r == 0 || errno != EAGAIN) owners[i]->reset();
+  }
+  return true;
+}
+
+static int count_of(const std::string& s, const std::string& needle) {
+  int c = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++c;
+  return c;
+}
+
+bool Launch::wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  while (count_of(result_.out, needle) < count) {
+    if (deadline.expired() || !pump(deadline)) return count_of(result_.out, needle) >= count;
+  }
+  return true;
+}
+
+Result Launch::finish(std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  while (!deadline.expired() && pump(deadline)) {
+  }
+  if (!process_.wait_until(deadline)) {
+    result_.err += "\n[harness] spmdrun did not exit in time; killed\n";
+    result_.code = -1;
+    return result_;
+  }
+  result_.code = process_.status()->code;
+  return result_;
+}
+
+Result run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  Launch l(args, env);
+  return l.finish();
+}
+
+std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
+  // Lines look like "[default2]:RANK=2"; a worker's fields run from its PID line to its
+  // OMP_NUM_THREADS line (print_env writes them in one write), keyed by the RANK it printed.
+  std::map<int, std::map<std::string, std::string>> by_rank;
+  std::istringstream in(out);
+  std::string line;
+  std::map<std::string, std::map<std::string, std::string>> open;  // prefix → fields so far
+  while (std::getline(in, line)) {
+    std::string prefix;
+    if (!line.empty() && line[0] == '[') {
+      size_t close = line.find("]:");
+      if (close == std::string::npos) continue;
+      prefix = line.substr(0, close + 2);
+      line = line.substr(close + 2);
+    }
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    auto& fields = open[prefix];
+    if (key == "PID") fields.clear();
+    fields[key] = value;
+    fields["PREFIX"] = prefix;
+    if (key == "OMP_NUM_THREADS" && fields.count("RANK")) by_rank[std::stoi(fields["RANK"])] = fields;
+  }
+  return by_rank;
+}
+
+std::vector<int> worker_pids(const std::string& out) {
+  std::vector<int> pids;
+  for (size_t p = out.find("PID="); p != std::string::npos; p = out.find("PID=", p + 1))
+    pids.push_back(std::atoi(out.c_str() + p + 4));
+  return pids;
+}
+
+bool process_gone(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text;
+  std::getline(stat, text);
+  size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+int free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace spmd::launcher::testing

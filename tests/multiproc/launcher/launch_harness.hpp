@@ -1,0 +1,56 @@
+// Test harness: runs build/bin/spmdrun as a real process, collects its stdout and stderr,
+// and parses what print_env workers printed. Every wait has a deadline; a hung spmdrun is
+// killed (ChildProcess's destructor) and the test fails instead of hanging.
+#pragma once
+
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/deadline.hpp"
+#include "launcher/child_process.hpp"
+
+namespace spmd::launcher::testing {
+
+struct Result {
+  int code = -1;  // exit code (128+N for signal N)
+  std::string out, err;
+};
+
+// A running spmdrun.
+class Launch {
+ public:
+  // env: variables to set (an empty value unsets one).
+  Launch(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+  // Reads output until `needle` has appeared `count` times in stdout (or the deadline).
+  bool wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout);
+  void signal(int sig) { ::kill(process_.pid(), sig); }
+  // Reads everything and waits for the exit (kills spmdrun and fails after the timeout).
+  Result finish(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+ private:
+  bool pump(const Deadline& deadline);  // one poll round; false when both pipes closed
+  ChildProcess process_;
+  Fd out_, err_;
+  Result result_;
+};
+
+Result run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+
+// print_env's output, per global rank: KEY → VALUE (and "PREFIX" → the line prefix seen).
+std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out);
+
+// PIDs printed by workers ("PID=<n>") anywhere in the output.
+std::vector<int> worker_pids(const std::string& out);
+// True when the process is gone (or a zombie nobody will reap: never ours).
+bool process_gone(int pid);
+// A port that was free a moment ago (for the static rendezvous, which needs one up front).
+int free_port();
+
+std::string spmdrun_path();
+std::string print_env_path();
+
+}  // namespace spmd::launcher::testing

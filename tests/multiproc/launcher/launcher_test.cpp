@@ -1,0 +1,263 @@
+// spmdrun end to end: real spmdrun processes starting real print_env workers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "launch_harness.hpp"
+
+namespace spmd::launcher::testing {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using namespace std::chrono_literals;
+
+void expect_all_gone(const std::string& out) {
+  auto pids = worker_pids(out);
+  EXPECT_FALSE(pids.empty());
+  for (int pid : pids) EXPECT_TRUE(process_gone(pid)) << "worker pid " << pid << " is still running";
+}
+
+TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
+  Result r = run({"--nproc-per-node", "4", print_env_path()}, {{"OMP_NUM_THREADS", ""}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_workers(r.out);
+  ASSERT_EQ(w.size(), 4u) << r.out;
+  for (int rank = 0; rank < 4; ++rank) {
+    auto& v = w[rank];
+    EXPECT_EQ(v["PREFIX"], "[default" + std::to_string(rank) + "]:");
+    EXPECT_EQ(v["LOCAL_RANK"], std::to_string(rank));
+    EXPECT_EQ(v["WORLD_SIZE"], "4");
+    EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "4");
+    EXPECT_EQ(v["GROUP_RANK"], "0");
+    EXPECT_EQ(v["NODE_RANK"], "0");
+    EXPECT_EQ(v["GROUP_WORLD_SIZE"], "1");
+    EXPECT_EQ(v["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(v["ROLE_NAME"], "default");
+    EXPECT_EQ(v["ROLE_WORLD_SIZE"], "4");
+    EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_GT(std::stoi(v["MASTER_PORT"]), 0);
+    EXPECT_EQ(v["MASTER_PORT"], w[0]["MASTER_PORT"]);
+    EXPECT_EQ(v["TORCHELASTIC_RESTART_COUNT"], "0");
+    EXPECT_EQ(v["TORCHELASTIC_MAX_RESTARTS"], "0");
+    EXPECT_EQ(v["TORCHELASTIC_RUN_ID"], "none");
+    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    EXPECT_EQ(v["SPMD_STORE_ADDR"], "127.0.0.1");
+    EXPECT_GT(std::stoi(v["SPMD_STORE_PORT"]), 0);
+    EXPECT_NE(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
+    EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
+    EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
+  }
+  EXPECT_NE(r.err.find("Setting OMP_NUM_THREADS environment variable for each process to be 1"),
+            std::string::npos);
+}
+
+TEST(Launcher, StandaloneUsesHostNameAndFreshRunId) {
+  Result r = run({"--standalone", "--nproc-per-node", "2", print_env_path()}, {{"OMP_NUM_THREADS", "3"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_workers(r.out);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0]["OMP_NUM_THREADS"], "3");  // a value the user set is kept, without the banner
+  EXPECT_EQ(r.err.find("OMP_NUM_THREADS"), std::string::npos);
+  EXPECT_EQ(w[0]["TORCHELASTIC_RUN_ID"].size(), 36u);  // a uuid, like torchrun's
+  EXPECT_FALSE(w[0]["MASTER_ADDR"].empty());
+}
+
+TEST(Launcher, TwoNodesStaticThreePlusOne) {
+  std::string port = std::to_string(free_port());
+  auto args = [&](int node, int nproc) {
+    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node),
+                                    "--nproc_per_node", std::to_string(nproc), "--master-addr",
+                                    "127.0.0.1", "--master_port", port, "--rdzv-id", "job42",
+                                    print_env_path()};
+  };
+  Launch node1(args(1, 1));
+  Launch node0(args(0, 3));
+  Result r0 = node0.finish(), r1 = node1.finish();
+  ASSERT_EQ(r0.code, 0) << r0.err;
+  ASSERT_EQ(r1.code, 0) << r1.err;
+  auto w0 = parse_workers(r0.out), w1 = parse_workers(r1.out);
+  ASSERT_EQ(w0.size(), 3u) << r0.out;
+  ASSERT_EQ(w1.size(), 1u) << r1.out;
+  auto all = w0;
+  all.insert(w1.begin(), w1.end());
+  for (int rank = 0; rank < 4; ++rank) {
+    auto& v = all[rank];
+    bool on_node1 = rank == 3;
+    EXPECT_EQ(v["WORLD_SIZE"], "4");
+    EXPECT_EQ(v["ROLE_WORLD_SIZE"], "4");
+    EXPECT_EQ(v["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(v["LOCAL_RANK"], on_node1 ? "0" : std::to_string(rank));
+    EXPECT_EQ(v["LOCAL_WORLD_SIZE"], on_node1 ? "1" : "3");
+    EXPECT_EQ(v["GROUP_RANK"], on_node1 ? "1" : "0");
+    EXPECT_EQ(v["NODE_RANK"], v["GROUP_RANK"]);
+    EXPECT_EQ(v["GROUP_WORLD_SIZE"], "2");
+    EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
+    EXPECT_EQ(v["MASTER_PORT"], all[0]["MASTER_PORT"]);
+    EXPECT_NE(v["MASTER_PORT"], port);
+    EXPECT_EQ(v["SPMD_STORE_ADDR"], "127.0.0.1");
+    EXPECT_EQ(v["SPMD_STORE_PORT"], port);
+    EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/job42/0");
+    EXPECT_EQ(v["TORCHELASTIC_RUN_ID"], "job42");
+  }
+}
+
+TEST(Launcher, C10dRendezvousTwoNodes) {
+  std::string endpoint = "127.0.0.1:" + std::to_string(free_port());
+  auto args = [&](int nproc) {
+    return std::vector<std::string>{"--nnodes", "2", "--nproc-per-node", std::to_string(nproc),
+                                    "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+                                    "--rdzv-id", "c10djob", print_env_path()};
+  };
+  Launch a(args(2));
+  Launch b(args(1));
+  Result ra = a.finish(), rb = b.finish();
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  auto wa = parse_workers(ra.out), wb = parse_workers(rb.out);
+  ASSERT_EQ(wa.size() + wb.size(), 3u);
+  std::set<std::string> groups;
+  for (auto* w : {&wa, &wb})
+    for (auto& [rank, v] : *w) {
+      EXPECT_EQ(v["WORLD_SIZE"], "3");
+      EXPECT_EQ(v["GROUP_WORLD_SIZE"], "2");
+      groups.insert(v["GROUP_RANK"]);
+    }
+  EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
+}
+
+TEST(Launcher, C10dTimeoutSaysWhoArrived) {
+  Result r = run({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                  "127.0.0.1:" + std::to_string(free_port()), "--rdzv-conf", "join_timeout=0.5",
+                  print_env_path()});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("1 of 2 nodes arrived"), std::string::npos) << r.err;
+}
+
+TEST(Launcher, FailingWorkerStopsTheOthersAndSetsExitCode) {
+  Result r = run({"--nproc-per-node", "4", print_env_path(), "--exit-rank", "2", "--exit-code", "3",
+                  "--sleep-ms", "30000", "--stderr", "last words"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("Root Cause (first observed failure):\n[2]:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank      : 2 (local_rank: 2)"), std::string::npos);
+  EXPECT_NE(r.err.find("exitcode  : 3"), std::string::npos);
+  EXPECT_NE(r.err.find("| rank 2 failing on purpose"), std::string::npos);
+  EXPECT_NE(r.err.find("Stopped by spmdrun: ranks 0,1,3"), std::string::npos);
+  expect_all_gone(r.out);
+}
+
+TEST(Launcher, KilledWorkerIsReportedAsSigkill) {
+  Result r = run({"--nproc-per-node", "2", print_env_path(), "--kill-rank", "1", "--sleep-ms", "30000"});
+  EXPECT_EQ(r.code, 128 + 9);
+  EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
+  expect_all_gone(r.out);
+}
+
+TEST(Launcher, SigintToLauncherStopsEveryWorker) {
+  Launch l({"--nproc-per-node", "3", print_env_path(), "--sleep-ms", "30000"});
+  ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 3, 20s));
+  l.signal(SIGINT);
+  Result r = l.finish();
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_NE(r.err.find("received SIGINT"), std::string::npos) << r.err;
+  expect_all_gone(r.out);
+}
+
+TEST(Launcher, RestartCountsUpAndAFailingOnceJobSucceeds) {
+  Result r = run({"--nproc-per-node", "2", "--max-restarts", "1", print_env_path(), "--exit-rank",
+                  "1", "--exit-code", "4", "--on-attempt", "0"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("TORCHELASTIC_RESTART_COUNT=1"), std::string::npos);
+  EXPECT_NE(r.out.find("SPMD_STORE_PREFIX=spmd/none/1"), std::string::npos);
+  EXPECT_NE(r.err.find("attempt 0 failed"), std::string::npos);
+}
+
+TEST(Launcher, RestartsExhaustedReportsTheLastFailure) {
+  Result r = run({"--nproc-per-node", "2", "--max-restarts", "1", print_env_path(), "--exit-rank",
+                  "0", "--exit-code", "6"});
+  EXPECT_EQ(r.code, 6);
+  EXPECT_NE(r.err.find("FAILED (after 2 attempts)"), std::string::npos) << r.err;
+}
+
+TEST(Launcher, TwoStandaloneJobsAtOnceDoNotCollide) {
+  Launch a({"--standalone", "--nproc-per-node", "2", print_env_path()});
+  Launch b({"--standalone", "--nproc-per-node", "2", print_env_path()});
+  Result ra = a.finish(), rb = b.finish();
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  auto wa = parse_workers(ra.out), wb = parse_workers(rb.out);
+  EXPECT_NE(wa[0]["MASTER_PORT"], wb[0]["MASTER_PORT"]);
+  EXPECT_NE(wa[0]["SPMD_STORE_PORT"], wb[0]["SPMD_STORE_PORT"]);
+}
+
+TEST(Launcher, DryRunPrintsTheRankTable) {
+  Result r = run({"--dry-run", "--nnodes", "3", "--nproc-per-node", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("node_rank  local_rank  rank  world_size  local_world_size\n"), std::string::npos);
+  EXPECT_NE(r.out.find("        2           1     5           6                 2\n"), std::string::npos) << r.out;
+  Result one = run({"--dry-run", "--nproc-per-node", "4", "train.py", "--lr", "1"});
+  EXPECT_NE(one.out.find("        0           3     3           4                 4\n"), std::string::npos);
+  EXPECT_NE(one.out.find("-u train.py --lr 1"), std::string::npos) << one.out;
+}
+
+TEST(Launcher, BadFlagsExitTwoWithAClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--nproc-per-node", "0", "x"}, "--nproc-per-node 0"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-port", "1", "x"}, "--node-rank 2 is out of range"},
+      {{"--frobnicate", "x"}, "unknown flag --frobnicate"},
+      {{"--nproc-per-node", "2"}, "no program given"},
+      {{"--tee", "7", "x"}, "--tee 7"},
+  };
+  for (const auto& c : cases) {
+    Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+}
+
+TEST(Launcher, ProgramThatCannotStartExits127) {
+  Result r = run({"--nproc-per-node", "2", "/nonexistent/program"});
+  EXPECT_EQ(r.code, 127);
+  EXPECT_NE(r.err.find("cannot run '/nonexistent/program': No such file or directory"), std::string::npos) << r.err;
+}
+
+TEST(Launcher, PetVariablesAreFlagDefaults) {
+  Result r = run({print_env_path()}, {{"PET_NPROC_PER_NODE", "3"}, {"PET_ROLE", "trainer"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_workers(r.out);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[2]["ROLE_NAME"], "trainer");
+  EXPECT_EQ(w[2]["PREFIX"], "[trainer2]:");
+}
+
+TEST(Launcher, TeeRedirectsAndRankFilter) {
+  char dir_template[] = "/tmp/spmdrun_test_XXXXXX";
+  std::string dir = mkdtemp(dir_template);
+  Result r = run({"--nproc-per-node", "2", "--log-dir", dir, "--rdzv-id", "logs", "--redirects", "1",
+                  "--tee", "0:2", "--local-ranks-filter", "0", print_env_path(), "--stderr", "to stderr"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("RANK="), std::string::npos) << "stdout was redirected to files only";
+  EXPECT_NE(r.err.find("[default0]:to stderr"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("[default1]:"), std::string::npos) << "local rank 1 is filtered out";
+  std::ifstream out0(dir + "/logs/attempt_0/0/stdout.log"), err0(dir + "/logs/attempt_0/0/stderr.log");
+  std::string text((std::istreambuf_iterator<char>(out0)), {});
+  EXPECT_NE(text.find("LOCAL_RANK=0"), std::string::npos);
+  EXPECT_TRUE(err0.good());
+  std::ifstream err1(dir + "/logs/attempt_0/1/stderr.log");
+  EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Launcher, SingleProcessOutputIsNotPrefixed) {
+  Result r = run({print_env_path()});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("PID=", 0), 0u) << r.out;
+}
+
+}  // namespace
+}  // namespace spmd::launcher::testing

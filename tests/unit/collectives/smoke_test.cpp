@@ -1,0 +1,34 @@
+// The first collectives end to end: all_reduce, broadcast, barrier, all_gather on 1-4 ranks.
+#include "harness.hpp"
+
+namespace spmd::test {
+namespace {
+
+TEST(Smoke, AllReduceSumFloat) {
+  for (int world : {1, 2, 3, 4}) {
+    run_ranks(world, [&](ProcessGroup& g) {
+      std::vector<float> v(1000);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(g.rank() + 1) * float(i % 7);
+      g.all_reduce(v);
+      float ranks_sum = float(world * (world + 1) / 2);
+      for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], ranks_sum * float(i % 7)) << "P=" << world << " i=" << i;
+    });
+  }
+}
+
+TEST(Smoke, BroadcastBarrierAllGather) {
+  for (int world : {1, 2, 3, 4}) {
+    run_ranks(world, [&](ProcessGroup& g) {
+      std::vector<int32_t> b(100, g.rank() == world - 1 ? 42 : -1);
+      g.broadcast(b, world - 1);
+      for (int32_t x : b) ASSERT_EQ(x, 42);
+      g.barrier();
+      std::vector<int64_t> in(3, g.rank()), out(3 * static_cast<size_t>(world), -1);
+      g.all_gather_into(out, in);
+      for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], static_cast<int64_t>(i / 3));
+    });
+  }
+}
+
+}  // namespace
+}  // namespace spmd::test
