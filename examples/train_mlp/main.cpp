@@ -22,10 +22,11 @@ namespace {
 struct Options {
   int epochs = 5;
   size_t batch_size = 32;  // per rank
-  float lr = 0.05f;
+  float lr = 0.01f;
   float momentum = 0.9f;
   size_t samples = 8192;
   int hidden = 64;
+  float noise = 1.5f;  // cluster spread: higher = harder
   uint64_t seed = 1;
   std::string checkpoint = "train_mlp.ckpt";  // "" = none
   bool fresh = false;
@@ -37,7 +38,7 @@ struct Options {
 [[noreturn]] void usage(const char* bad) {
   std::fprintf(stderr,
                "train_mlp: %s\nusage: train_mlp [--epochs N] [--batch-size B (per rank)] [--lr X] [--momentum X]\n"
-               "  [--samples N] [--hidden H] [--seed S] [--checkpoint PATH|''] [--fresh] [--bucket-cap-kb K]\n"
+               "  [--samples N] [--hidden H] [--noise X] [--seed S] [--checkpoint PATH|''] [--fresh] [--bucket-cap-kb K]\n"
                "  [--hook fp16|bf16] [--crash-after-epoch E]\n",
                bad);
   std::exit(2);
@@ -62,6 +63,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--lr") o.lr = static_cast<float>(number(value()));
     else if (a == "--momentum") o.momentum = static_cast<float>(number(value()));
     else if (a == "--samples") o.samples = static_cast<size_t>(number(value()));
+    else if (a == "--noise") o.noise = static_cast<float>(number(value()));
     else if (a == "--hidden") o.hidden = static_cast<int>(number(value()));
     else if (a == "--seed") o.seed = static_cast<uint64_t>(number(value()));
     else if (a == "--checkpoint") o.checkpoint = value();
@@ -78,7 +80,7 @@ Options parse(int argc, char** argv) {
 }
 
 constexpr int kFeatures = 16;
-constexpr int kClasses = 4;
+constexpr int kClasses = 8;
 
 // Sum of loss, correct answers and rows over the group.
 struct Totals {
@@ -95,8 +97,8 @@ int run(int argc, char** argv) {
   spmd::ProcessGroup& world = spmd::init();
   const int rank = world.rank(), size = world.size();
 
-  const mlp::Dataset train = mlp::make_clusters(o.samples, kFeatures, kClasses, 1.0f, o.seed, o.seed + 100);
-  const mlp::Dataset test = mlp::make_clusters(o.samples / 4, kFeatures, kClasses, 1.0f, o.seed, o.seed + 200);
+  const mlp::Dataset train = mlp::make_clusters(o.samples, kFeatures, kClasses, o.noise, o.seed, o.seed + 100);
+  const mlp::Dataset test = mlp::make_clusters(o.samples / 4, kFeatures, kClasses, o.noise, o.seed, o.seed + 200);
   // Each rank starts from different random weights on purpose: the Reducer broadcasts rank 0's.
   mlp::Mlp model({kFeatures, o.hidden, o.hidden, kClasses}, o.seed * 1000 + static_cast<uint64_t>(rank));
 
@@ -174,6 +176,7 @@ int run(int argc, char** argv) {
                   100.0 * ev.correct / ev.rows, secs, o.checkpoint.empty() ? "" : "  (checkpoint saved)");
       std::fflush(stdout);
     }
+    if (epoch == o.crash_after_epoch) world.barrier();  // rank 0's line is out before the crash
     if (epoch == o.crash_after_epoch && rank == size - 1) {
       const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
       if (restarts == nullptr || std::strcmp(restarts, "0") == 0) {

@@ -46,7 +46,7 @@ class TrainMlp : public ::testing::Test {
   Result train(int epochs_wanted, std::vector<std::string> extra_launcher = {}, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--nproc-per-node", "4"};
     args.insert(args.end(), extra_launcher.begin(), extra_launcher.end());
-    args.insert(args.end(), {TRAIN_MLP_PATH, "--epochs", std::to_string(epochs_wanted), "--samples", "2048",
+    args.insert(args.end(), {TRAIN_MLP_PATH, "--epochs", std::to_string(epochs_wanted), "--samples", "4096",
                              "--checkpoint", ckpt_});
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
@@ -60,7 +60,7 @@ TEST_F(TrainMlp, LossDecreasesAndARestartResumes) {
   auto e = epochs(first.out);
   ASSERT_EQ(e.size(), 3u) << first.out;
   EXPECT_LT(e[2].loss, e[0].loss) << first.out;
-  EXPECT_GT(e[2].test_acc, 50.0) << first.out;  // 4 classes: chance is 25%
+  EXPECT_GT(e[2].test_acc, 40.0) << first.out;  // 8 classes: chance is 12.5%
 
   Result second = train(4);
   ASSERT_EQ(second.code, 0) << second.out << second.err;
@@ -77,8 +77,10 @@ TEST_F(TrainMlp, CrashedWorkerIsRestartedAndResumes) {
   EXPECT_NE(r.err.find("exits on purpose after epoch 1"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("resumed from " + ckpt_ + ": 1 epoch(s) done"), std::string::npos) << r.out;
   auto e = epochs(r.out);
-  ASSERT_FALSE(e.empty());
-  EXPECT_EQ(e.back().epoch, 3) << r.out;
+  ASSERT_EQ(e.size(), 3u) << r.out;  // epoch 1 in the first attempt, 2 and 3 after the restart
+  EXPECT_EQ(e[0].epoch, 1);
+  EXPECT_EQ(e[1].epoch, 2);
+  EXPECT_EQ(e[2].epoch, 3);
 }
 
 }  // namespace
