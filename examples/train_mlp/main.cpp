@@ -28,7 +28,7 @@ struct Options {
   int hidden = 64;
   float noise = 1.5f;  // cluster spread: higher = harder
   uint64_t seed = 1;
-  std::string checkpoint = "train_mlp.ckpt";  // "" = none
+  std::string checkpoint = "/tmp/spmd-train_mlp.ckpt";  // "" = none
   bool fresh = false;
   size_t bucket_cap_kb = 0;  // 0 = the Reducer's defaults (1 MiB first, then 25 MiB)
   std::string hook;          // "", "fp16" or "bf16"
@@ -131,6 +131,18 @@ int run(int argc, char** argv) {
 
   std::vector<float> xs;
   std::vector<int32_t> ys;
+  auto evaluate = [&] {
+    Totals ev;  // held-out loss and accuracy: rank r evaluates rows r, r + W, ...
+    std::vector<size_t> rows;
+    for (size_t i = static_cast<size_t>(rank); i < test.size(); i += static_cast<size_t>(size)) rows.push_back(i);
+    for (size_t at = 0; at < rows.size(); at += 256) {
+      const size_t n = std::min<size_t>(256, rows.size() - at);
+      const mlp::Result r = model.forward(test.gather(&rows[at], n, xs, ys));
+      ev.loss += r.loss_sum, ev.correct += static_cast<double>(r.correct), ev.rows += static_cast<double>(n);
+    }
+    ev.all_reduce(world);
+    return ev;
+  };
   for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     sampler.set_epoch(static_cast<uint64_t>(epoch));
@@ -149,15 +161,7 @@ int run(int argc, char** argv) {
     }
     tr.all_reduce(world);
 
-    Totals ev;  // held-out accuracy: rank r evaluates rows r, r + W, ...
-    std::vector<size_t> rows;
-    for (size_t i = static_cast<size_t>(rank); i < test.size(); i += static_cast<size_t>(size)) rows.push_back(i);
-    for (size_t at = 0; at < rows.size(); at += 256) {
-      const size_t n = std::min<size_t>(256, rows.size() - at);
-      const mlp::Result r = model.forward(test.gather(&rows[at], n, xs, ys));
-      ev.loss += r.loss_sum, ev.correct += static_cast<double>(r.correct), ev.rows += static_cast<double>(n);
-    }
-    ev.all_reduce(world);
+    const Totals ev = evaluate();
 
     if (!o.checkpoint.empty()) {
       spmd::Checkpoint ck;
@@ -186,8 +190,13 @@ int run(int argc, char** argv) {
       }
     }
   }
-  if (rank == 0 && start_epoch >= o.epochs)
-    std::printf("nothing to do: the checkpoint already has %d epoch(s) (use --fresh or more --epochs)\n", start_epoch);
+  if (start_epoch >= o.epochs) {
+    const Totals ev = evaluate();
+    if (rank == 0)
+      std::printf("nothing to train: the checkpoint has %d of %d epoch(s); its test-loss %.4f  test-acc %5.1f%% (use "
+                  "--fresh or more --epochs to train)\n",
+                  start_epoch, o.epochs, ev.loss / ev.rows, 100.0 * ev.correct / ev.rows);
+  }
   spmd::destroy();
   return 0;
 }
