@@ -62,6 +62,10 @@ class DistributedDataParallel {
                           ReducerOptions options = {})
       : module_(std::move(module)), state_(std::make_shared<State>()) {
     ::torch::NoGradGuard no_grad;
+    if (options.gradient_as_bucket_view)
+      raise(ErrorKind::InvalidArgument,
+            "spmd::torch::DistributedDataParallel: gradient_as_bucket_view is not supported by the LibTorch adapter "
+            "(.grad() tensors keep their own storage; the Reducer copies in and out)");
     std::vector<Parameter> params;
     for (auto& item : module_->named_parameters(/*recurse=*/true)) {
       at::Tensor p = item.value();

@@ -109,6 +109,58 @@ TEST(TorchDdp, NoSyncAccumulatesLocally) {
   });
 }
 
+struct TwoHeads : torch::nn::Module {
+  TwoHeads() {
+    a = register_module("a", torch::nn::Linear(4, 2));
+    b = register_module("b", torch::nn::Linear(4, 2));
+  }
+  at::Tensor forward(const at::Tensor& x, bool use_b) { return use_b ? a(x) + b(x) : a(x); }
+  torch::nn::Linear a{nullptr}, b{nullptr};
+};
+
+// Replicas agree on a tensor: its element-wise min and max over ranks are equal.
+bool same_on_all_ranks(spmd::ProcessGroup& g, const at::Tensor& t) {
+  auto lo = t.detach().clone().contiguous(), hi = lo.clone();
+  g.all_reduce(spmd::torch::view(lo), spmd::ReduceOp::Min);
+  g.all_reduce(spmd::torch::view(hi), spmd::ReduceOp::Max);
+  return torch::equal(lo, hi);
+}
+
+TEST(TorchDdp, UnusedParameterRaisesFromBackwardNamingIt) {
+  torch::set_num_threads(1);
+  spmd::testing::run_ranks(2, [](spmd::ProcessGroup& g, int rank) {
+    torch::manual_seed(rank);
+    auto m = std::make_shared<TwoHeads>();
+    spmd::torch::DistributedDataParallel ddp(m, g);
+    auto x = torch::ones({3, 4});
+    try {
+      m->forward(x, /*use_b=*/false).sum().backward();
+      ADD_FAILURE() << "backward accepted parameters without gradients";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("b.weight"), std::string::npos) << e.what();
+    }
+    // The Reducer reset itself: a step that uses everything works.
+    m->zero_grad();
+    m->forward(x * (rank + 1), /*use_b=*/true).sum().backward();
+    EXPECT_TRUE(same_on_all_ranks(g, m->a->weight.grad()));
+  });
+}
+
+TEST(TorchDdp, FindUnusedParametersLetsRanksSkipParameters) {
+  torch::set_num_threads(1);
+  spmd::testing::run_ranks(2, [](spmd::ProcessGroup& g, int rank) {
+    auto m = std::make_shared<TwoHeads>();
+    spmd::ReducerOptions ro;
+    ro.find_unused_parameters = true;
+    spmd::torch::DistributedDataParallel ddp(m, g, ro);
+    m->forward(torch::ones({3, 4}), /*use_b=*/rank == 0).sum().backward();
+    // b's gradient is rank 0's (3 rows of ones) averaged with rank 1's zeros.
+    EXPECT_TRUE(torch::allclose(m->b->weight.grad(), torch::full({2, 4}, 1.5f)));
+    EXPECT_TRUE(same_on_all_ranks(g, m->b->weight.grad()));
+    EXPECT_TRUE(same_on_all_ranks(g, m->a->weight.grad()));
+  });
+}
+
 TEST(TorchDdp, ViewRejectsUnsupportedTensors) {
   EXPECT_THROW(spmd::torch::view(torch::zeros({2, 3}).t()), spmd::Error);
   EXPECT_THROW(spmd::torch::view(torch::zeros({2}, torch::kBool)), spmd::Error);
