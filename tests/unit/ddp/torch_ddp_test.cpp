@@ -11,6 +11,9 @@
 namespace {
 
 torch::nn::Sequential toy_model(int seed) {
+  // LibTorch's default generator is process-wide: rank threads must not seed and draw at once.
+  static std::mutex generator;
+  std::lock_guard lk(generator);
   torch::manual_seed(seed);
   return torch::nn::Sequential(torch::nn::Linear(10, 10), torch::nn::ReLU(), torch::nn::Linear(10, 5));
 }
@@ -129,7 +132,6 @@ bool same_on_all_ranks(spmd::ProcessGroup& g, const at::Tensor& t) {
 TEST(TorchDdp, UnusedParameterRaisesFromBackwardNamingIt) {
   torch::set_num_threads(1);
   spmd::testing::run_ranks(2, [](spmd::ProcessGroup& g, int rank) {
-    torch::manual_seed(rank);
     auto m = std::make_shared<TwoHeads>();
     spmd::torch::DistributedDataParallel ddp(m, g);
     auto x = torch::ones({3, 4});
