@@ -236,6 +236,8 @@ Checkpoint decode_checkpoint(const std::vector<uint8_t>& bytes, const std::strin
     for (auto& d : shape) {
       d = r.get<int64_t>("dimension");
       if (d < 0) bad(what, "entry '" + name + "' has a negative dimension");
+      if (d > 0 && elems > (uint64_t{1} << 58) / static_cast<uint64_t>(d))
+        bad(what, "entry '" + name + "' has an impossibly large shape");
       elems *= static_cast<uint64_t>(d);
     }
     const auto off = r.get<uint64_t>("payload offset");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -137,6 +138,62 @@ TEST_F(CheckpointFile, SaveReplacesAtomically) {
   EXPECT_EQ(load_checkpoint_file(path_).get_int("epoch", -1), 5);
   // No temp files are left behind.
   EXPECT_FALSE(checkpoint_exists(path_ + ".tmp." + std::to_string(::getpid())));
+}
+
+// Re-seals a modified encoding with valid checksums, as a crafted (not corrupted) file would be.
+void reseal(std::vector<uint8_t>& b) {
+  uint64_t index_bytes;
+  std::memcpy(&index_bytes, b.data() + 24, 8);
+  const uint32_t icrc = crc32(b.data() + 56, index_bytes);
+  std::memcpy(b.data() + 40, &icrc, 4);
+  const uint32_t hcrc = crc32(b.data(), 48);
+  std::memcpy(b.data() + 48, &hcrc, 4);
+}
+
+TEST(CheckpointDecode, CraftedShapesAreRejected) {
+  Checkpoint c;
+  std::vector<float> w(4, 1.0f);
+  c.add("w", w);
+  auto b = encode_checkpoint(c);
+  const int64_t huge = int64_t{1} << 61;
+  std::memcpy(b.data() + 56 + 4 + 1 + 1 + 4, &huge, 8);  // the first dimension of "w"
+  reseal(b);
+  try {
+    decode_checkpoint(b, "crafted");
+    ADD_FAILURE() << "accepted a shape of 2^61 elements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("impossibly large shape"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointDecode, RandomIndexMutationsNeverCrash) {
+  Checkpoint c;
+  std::vector<double> d(5, 2.0);
+  std::vector<int32_t> i(3, 7);
+  c.add("double.entry", d, {5, 1});
+  c.add("ints", i);
+  c.metadata["k"] = "v";
+  const auto clean = encode_checkpoint(c);
+  uint64_t index_bytes;
+  std::memcpy(&index_bytes, clean.data() + 24, 8);
+  uint64_t state = 99;
+  int accepted = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    auto b = clean;
+    for (int k = 0; k < 3; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      b[56 + (state >> 33) % index_bytes] ^= static_cast<uint8_t>(1u << ((state >> 20) % 8));
+    }
+    reseal(b);
+    try {
+      Checkpoint back = decode_checkpoint(b, "mutated");
+      ++accepted;  // a mutation that still describes a consistent file (e.g. in a name)
+      for (const auto& e : back.entries()) EXPECT_EQ(e.data.size(), e.count() * dtype_size(e.dtype));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    }
+  }
+  EXPECT_LT(accepted, 2000);
 }
 
 TEST(Crc32, KnownVector) {
