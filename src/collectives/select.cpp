@@ -32,34 +32,40 @@ const BroadcastChoice kBroadcast[] = {
     {"chain", broadcast_chain},
 };
 
-// SPMD_ALGO parsed once: collective -> algorithm name ("*" for a bare name).
-const std::map<std::string, std::string>& overrides() {
-  static const std::map<std::string, std::string> parsed = [] {
-    std::map<std::string, std::string> m;
-    auto v = env::get("SPMD_ALGO");
-    if (!v) return m;
-    size_t start = 0;
-    while (start <= v->size()) {
-      size_t comma = v->find(',', start);
-      std::string item = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      size_t eq = item.find('=');
-      if (!item.empty()) {
-        if (eq == std::string::npos)
-          m["*"] = item;
-        else
-          m[item.substr(0, eq)] = item.substr(eq + 1);
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+using Overrides = std::map<std::string, std::string>;  // collective -> name ("*": any)
+
+Overrides parse(const std::string& v) {
+  Overrides m;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    if (!item.empty()) {
+      if (eq == std::string::npos)
+        m["*"] = item;
+      else
+        m[item.substr(0, eq)] = item.substr(eq + 1);
     }
-    return m;
-  }();
-  return parsed;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return m;
+}
+
+std::mutex g_mutex;
+Overrides* g_overrides = nullptr;  // SPMD_ALGO, parsed on first use
+
+Overrides overrides() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_overrides) g_overrides = new Overrides(parse(env::get("SPMD_ALGO").value_or("")));
+  return *g_overrides;
 }
 
 template <typename Choice, size_t N>
 const Choice* forced(const char* collective, const Choice (&table)[N]) {
-  const auto& m = overrides();
+  const Overrides m = overrides();
+  if (m.empty()) return nullptr;
   auto it = m.find(collective);
   bool explicit_entry = it != m.end();
   if (!explicit_entry) it = m.find("*");
@@ -86,6 +92,12 @@ BroadcastChoice select_broadcast(size_t bytes, int group_size) {
   if (auto* f = forced("broadcast", kBroadcast)) return *f;
   if (bytes <= kChainBroadcast || group_size <= 2) return kBroadcast[0];
   return kBroadcast[1];
+}
+
+void set_algorithm_override(const std::string& spec) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  delete g_overrides;
+  g_overrides = new Overrides(parse(spec));
 }
 
 std::vector<std::string> algorithm_names() {

@@ -26,6 +26,10 @@ struct BroadcastChoice {
 AllReduceChoice select_allreduce(size_t bytes, int group_size);
 BroadcastChoice select_broadcast(size_t bytes, int group_size);
 
+// Replaces the SPMD_ALGO setting for this process (same syntax; "" = automatic choice).
+// For tests and tools that compare algorithms; call it while no collective runs.
+void set_algorithm_override(const std::string& spec);
+
 // Names accepted in SPMD_ALGO, for documentation and error messages.
 std::vector<std::string> algorithm_names();
 

@@ -20,7 +20,7 @@ ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::ve
       std::rethrow_exception(e);
     } catch (const Error& err) {
       // Bad arguments fail before any byte moves: the group stays in step and usable.
-      if (err.kind() != ErrorKind::InvalidArgument) backend->abort(err.kind(), err.what());
+      if (err.kind() != ErrorKind::InvalidArgument) backend->abort(err.kind(), message_of(err));
     } catch (const std::exception& err) {
       backend->abort(ErrorKind::System, err.what());
     }

@@ -1,7 +1,10 @@
 // monitored_barrier: a barrier through the store, so that rank 0 can say WHICH ranks did not
 // arrive (a transport barrier only knows its neighbour in the dissemination pattern). Rank 0
 // collects one key per rank, then publishes the verdict that releases (or fails) the others.
+#include <algorithm>
+
 #include "core/group_impl.hpp"
+#include "transport/transport.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 
@@ -20,19 +23,21 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
   std::string base = g.prefix + "/monitored_barrier/" + std::to_string(g.monitored++);
   auto run = [&g, base, limit, wait_all_ranks] {
     Deadline deadline(limit);
-    auto secs = std::to_string(std::chrono::duration<double>(limit).count());
+    auto secs = seconds_text(limit);
     g.store->set(base + "/arrived/" + std::to_string(g.rank), text("1"));
     const std::string verdict_key = base + "/verdict";
     if (g.rank != 0) {
       try {
         g.store->wait({verdict_key}, deadline.remaining() + std::chrono::seconds(5));
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Timeout) throw;
         raise(ErrorKind::Timeout, "monitored_barrier: rank " + std::to_string(g.ranks[0]) +
                                       " (the monitor) gave no verdict within " + secs + " s");
       }
       Bytes v = g.store->get(verdict_key);
       std::string verdict(v.begin(), v.end());
       if (verdict != "ok") raise(ErrorKind::Timeout, "monitored_barrier: " + verdict);
+      g.store->set(base + "/released/" + std::to_string(g.rank), text("1"));
       return;
     }
     std::vector<int> missing;
@@ -56,6 +61,10 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
     }
     if (missing.empty()) {
       g.store->set(verdict_key, text("ok"));
+      // Rank 0 often hosts the store: it leaves only once everyone has read the verdict.
+      std::vector<std::string> released;
+      for (int r = 1; r < g.size(); ++r) released.push_back(base + "/released/" + std::to_string(r));
+      g.store->wait(released, std::max(deadline.remaining(), std::chrono::milliseconds(5000)));
       return;
     }
     std::string list;

@@ -259,7 +259,8 @@ std::vector<Work> ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops)
   }
   if (items.empty()) return {};
   CallSignature sig{Collective::Send, items[0].data.dtype, ReduceOp::Sum, items[0].tag, items[0].data.count};
-  return impl_->submit_p2p(sig, items.size(), [impl = impl_.get(), items = std::move(items)](const OpContext& c) {
+  const size_t n = items.size();  // before the lambda takes `items`
+  return impl_->submit_p2p(sig, n, [impl = impl_.get(), items = std::move(items)](const OpContext& c) {
     impl->backend->batch_p2p(c, items);
     return -1;
   });

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <span>
 #include <string>
@@ -73,6 +74,23 @@ class Transport {
   // Later calls raise the same error.
   virtual void abort(ErrorKind kind, const std::string& message) noexcept = 0;
 };
+
+// An error's message without the "spmd <Kind>: " prefix what() adds (for re-wrapping).
+inline std::string message_of(const std::exception& e) {
+  std::string w = e.what();
+  if (w.rfind("spmd ", 0) == 0) {
+    size_t colon = w.find(": ");
+    if (colon != std::string::npos) return w.substr(colon + 2);
+  }
+  return w;
+}
+
+// "0.3", "600": a duration in seconds for messages.
+inline std::string seconds_text(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", std::chrono::duration<double>(d).count());
+  return buf;
+}
 
 // Helpers for the common shapes of a step.
 inline void send_recv(Transport& t, const OpContext& op, int to, const void* sbuf, size_t sbytes, int from,

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "common/env.hpp"
 #include "common/log.hpp"
 #include "spmd/error.hpp"
 #include "transport/tcp/socket.hpp"
@@ -52,8 +53,11 @@ ConnectionManager::ConnectionManager(std::shared_ptr<Store> store, std::string p
       globals_(std::move(globals)),
       listener_(choose_listen_address()),
       pairs_(globals_.size()) {
-  store_->set(prefix_ + "/addr/" + std::to_string(rank_),
-              bytes_of(format_address(listener_.host(), listener_.port())));
+  if (env::get("SPMD_LOCAL_SOCKETS").value_or("1") != "0" && !local_host_id().empty()) local_ = Listener::local();
+  // "<tcp address>\n<host id>\n<local socket name>"
+  std::string published = format_address(listener_.host(), listener_.port());
+  if (local_) published += "\n" + local_host_id() + "\n" + local_->name();
+  store_->set(prefix_ + "/addr/" + std::to_string(rank_), bytes_of(published));
   SPMD_LOG(Info) << "group " << prefix_ << ": rank " << rank_ << " listens on "
                  << format_address(listener_.host(), listener_.port());
 }
@@ -85,25 +89,49 @@ void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
   std::string key = prefix_ + "/addr/" + std::to_string(peer);
   std::string what = "rank " + std::to_string(global(rank_)) + " connecting to rank " + std::to_string(global(peer));
   store_->wait({key}, deadline.remaining());
-  std::string addr = string_of(store_->get(key));
+  std::string published = string_of(store_->get(key));
+  std::string addr = published.substr(0, published.find('\n'));
+  std::string host_id, local_name;
+  if (size_t nl = published.find('\n'); nl != std::string::npos) {
+    size_t nl2 = published.find('\n', nl + 1);
+    if (nl2 != std::string::npos) {
+      host_id = published.substr(nl + 1, nl2 - nl - 1);
+      local_name = published.substr(nl2 + 1);
+    }
+  }
   bool v6 = !addr.empty() && addr.front() == '[';
   size_t colon = addr.rfind(':');
   if (colon == std::string::npos) raise(ErrorKind::Store, what + ": malformed address '" + addr + "' in the store");
   std::string host = v6 ? addr.substr(1, colon - 2) : addr.substr(0, colon);
   auto port = static_cast<uint16_t>(std::stoi(addr.substr(colon + 1)));
-  Fd fd = connect_to(host, port, deadline, what);
+  bool local = local_ && !local_name.empty() && host_id == local_host_id();
+  Fd fd = local ? connect_local(local_name, deadline, what) : connect_to(host, port, deadline, what);
   Hello h;
   h.group = group_;
   h.rank = rank_;
   if (!io_exact(fd.get(), &h, sizeof h, true, deadline))
     raise(ErrorKind::PeerLost, what + ": the peer closed the connection during the hello");
   pairs_[static_cast<size_t>(peer)] = std::make_unique<TcpPair>(std::move(fd), peer, global(peer));
-  SPMD_LOG(Trace) << "connected to rank " << global(peer) << " at " << addr;
+  SPMD_LOG(Trace) << "connected to rank " << global(peer) << (local ? " over a local socket" : " at " + addr);
+}
+
+std::vector<int> ConnectionManager::listener_fds() const {
+  std::vector<int> fds{listener_.fd()};
+  if (local_) fds.push_back(local_->fd());
+  return fds;
 }
 
 bool ConnectionManager::accept_one(const Deadline& deadline) {
-  Fd fd = listener_.accept(deadline);
-  if (!fd) return false;
+  Fd fd;
+  for (;;) {
+    fd = listener_.try_accept();
+    if (!fd && local_) fd = local_->try_accept();
+    if (fd) break;
+    pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {local_ ? local_->fd() : -1, POLLIN, 0}};
+    int n = retry_eintr([&] { return ::poll(p, 2, deadline.poll_ms()); });
+    if (n < 0) raise_errno("poll on the transport's listeners");
+    if (n == 0 && deadline.expired()) return false;
+  }
   Hello h;
   if (!io_exact(fd.get(), &h, sizeof h, false, deadline) || h.magic != Hello::kMagic || h.group != group_ ||
       h.rank < 0 || h.rank >= rank_ || pairs_[static_cast<size_t>(h.rank)]) {
@@ -116,14 +144,15 @@ bool ConnectionManager::accept_one(const Deadline& deadline) {
 }
 
 void ConnectionManager::accept_pending(const Deadline& deadline) {
-  pollfd p{listener_.fd(), POLLIN, 0};
-  if (retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0) accept_one(deadline);
+  pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {local_ ? local_->fd() : -1, POLLIN, 0}};
+  if (retry_eintr([&] { return ::poll(p, 2, 0); }) > 0) accept_one(deadline);
 }
 
 void ConnectionManager::close_all() {
   for (auto& p : pairs_)
     if (p) p->shutdown_and_close();
   listener_.close();
+  if (local_) local_->close();
 }
 
 }  // namespace spmd::tcp

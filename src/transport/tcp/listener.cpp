@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cstring>
 
@@ -46,15 +47,38 @@ Listener::Listener(const std::string& host, uint16_t port) : host_(host) {
   fd_ = std::move(fd);
 }
 
+Listener Listener::local() {
+  Listener l;
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) raise_errno("creating the transport's local socket");
+  tune_connection(fd.get());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // Binding just the family autobinds a unique abstract name: nothing to clean up, ever.
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(sa_family_t)) != 0)
+    raise_errno("binding the transport's local socket");
+  if (::listen(fd.get(), 1024) != 0) raise_errno("listen on the transport's local socket");
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) raise_errno("getsockname");
+  l.name_.assign(addr.sun_path + 1, len - sizeof(sa_family_t) - 1);  // skip the leading NUL
+  l.fd_ = std::move(fd);
+  return l;
+}
+
+Fd Listener::try_accept() {
+  int c = retry_eintr([&] { return ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK); });
+  if (c >= 0) {
+    Fd fd(c);
+    tune_connection(fd.get());
+    return fd;
+  }
+  if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) raise_errno("accepting a peer connection");
+  return Fd();
+}
+
 Fd Listener::accept(const Deadline& deadline) {
   for (;;) {
-    int c = retry_eintr([&] { return ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK); });
-    if (c >= 0) {
-      Fd fd(c);
-      tune_connection(fd.get());
-      return fd;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) raise_errno("accepting a peer connection");
+    if (Fd fd = try_accept()) return fd;
     if (!wait_fd(fd_.get(), POLLIN, deadline)) return Fd();
   }
 }

@@ -9,8 +9,10 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -26,7 +28,9 @@ void set_nonblocking(int fd) {
 void tune_connection(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  int bytes = kSocketBufferBytes;
+  static const int configured = static_cast<int>(env::get_int("SPMD_SOCKET_BUFFER").value_or(kSocketBufferBytes));
+  int bytes = configured;
+  if (bytes <= 0) return;  // 0: leave the kernel's autotuning on
   // SO_*BUFFORCE passes the sysctl caps when we may (root); otherwise take what we get.
   if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0)
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
@@ -102,6 +106,39 @@ bool wait_fd(int fd, short events, const Deadline& deadline) {
     if (n > 0) return true;
     if (deadline.expired()) return false;
   }
+}
+
+Fd connect_local(const std::string& name, const Deadline& deadline, const std::string& what) {
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) raise_errno(what + ": creating a local socket");
+  tune_connection(fd.get());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (name.size() + 1 > sizeof addr.sun_path) raise(ErrorKind::InvalidArgument, what + ": local name too long");
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  auto len = static_cast<socklen_t>(sizeof(sa_family_t) + 1 + name.size());
+  int r = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
+  if (r != 0 && errno == EAGAIN) {  // backlog full: wait for the peer to accept
+    if (!wait_fd(fd.get(), POLLOUT, deadline)) raise(ErrorKind::Timeout, what + ": no answer before the deadline");
+    r = 0;
+  }
+  if (r != 0 && errno != EINPROGRESS)
+    raise(ErrorKind::PeerLost, what + " (local socket) failed: " + std::strerror(errno) +
+                                   " (the peer process probably exited)");
+  return fd;
+}
+
+const std::string& local_host_id() {
+  static const std::string id = [] {
+    std::string boot;
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::getline(in, boot);
+    char ns[128] = {};
+    ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+    if (boot.empty() || n <= 0) return std::string();
+    return boot + "/" + std::string(ns, static_cast<size_t>(n));
+  }();
+  return id;
 }
 
 Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what) {

@@ -30,6 +30,13 @@ std::string format_address(const std::string& host, uint16_t port);
 // whose message starts with `what` (e.g. "connecting to rank 3").
 Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what);
 
+// Connects to a local listener's abstract name (Listener::local), against the deadline.
+Fd connect_local(const std::string& name, const Deadline& deadline, const std::string& what);
+
+// Identifies "same kernel and same network namespace" (boot id + netns inode): ranks with
+// equal ids can reach each other's abstract Unix sockets. Empty when unknown.
+const std::string& local_host_id();
+
 // Waits until fd is readable (POLLIN) or writable (POLLOUT) or the deadline passes; false on
 // timeout.
 bool wait_fd(int fd, short events, const Deadline& deadline);

@@ -44,7 +44,6 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       TcpPair& p = conns_.get(sends[i].peer, op.deadline);
       uint64_t seq = op.p2p ? p.p2p_sent++ : op.seq;
       headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
-      p.out_at_boundary = false;
     }
     size_t sinks = 0;
     for (size_t i = 0; i < recvs.size(); ++i) {
@@ -55,7 +54,7 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       }
     }
   } catch (const Error& e) {
-    raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+    rethrow_in_context(e, op);
   }
 
   std::vector<pollfd> fds;
@@ -75,8 +74,7 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
         if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes)) pending = true;
       }
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::Mismatch) throw;  // already names both calls
-      raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+      rethrow_in_context(e, op);
     }
     if (!pending) return;
     if (progress) continue;
@@ -105,6 +103,12 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   }
 }
 
+void TcpTransport::rethrow_in_context(const Error& e, const OpContext& op) const {
+  std::string text = message_of(e);
+  if (text.rfind(who() + " ", 0) == 0) throw e;  // says who and where already
+  raise(e.kind(), who() + " in " + call(op) + ": " + text);
+}
+
 bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) {
   TcpPair& pair = *conns_.find(s.peer);
   size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
@@ -120,6 +124,7 @@ bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) 
     size_t w = pair.write_some(iov, n);
     if (w == 0) break;
     moved = true;
+    pair.out_at_boundary = false;  // until the whole frame is out
     size_t h_part = std::min(w, hdr_left);
     s.header_sent += h_part;
     s.sent += w - h_part;
@@ -237,7 +242,7 @@ void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t e
   auto kind = static_cast<ErrorKind>(h.op);
   if (kind < ErrorKind::Timeout || kind > ErrorKind::System) kind = ErrorKind::PeerLost;
   raise(kind, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
-                  " stopped the group: " + text);
+                  " stopped the group: " + message_of(std::runtime_error(text)));
 }
 
 void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
@@ -254,8 +259,7 @@ void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> 
       waiting += (waiting.empty() ? "" : ", ") + std::string("sending to rank ") +
                  std::to_string(conns_.global(s.peer)) + " (" + std::to_string(s.sent) + " of " +
                  std::to_string(s.bytes) + " bytes)";
-  auto secs = std::chrono::duration<double>(op.timeout).count();
-  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + std::to_string(secs) + " s, still " +
+  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + seconds_text(op.timeout) + " s, still " +
                                 waiting +
                                 "; that peer is stalled or did not make this call (SPMD_TIMEOUT sets the limit "
                                 "in seconds)");
@@ -264,16 +268,31 @@ void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> 
 int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {
   check_usable();
   std::vector<pollfd> fds;
+  std::vector<bool> gone(static_cast<size_t>(size()));  // closed after their last message: not an error here
+  std::string last_loss;
   try {
     conns_.connect_higher(op.deadline);
     for (;;) {
       conns_.accept_pending(op.deadline);
       fds.clear();
-      fds.push_back({conns_.listener_fd(), POLLIN, 0});
+      for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
+      size_t alive = 0;
       for (int p : peers) {
         TcpPair* pair = conns_.find(p);
+        if (gone[static_cast<size_t>(p)]) continue;
+        ++alive;
         if (!pair) continue;
-        if (pair->pull_header()) {
+        bool ready = false;
+        try {
+          ready = pair->pull_header();
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::PeerLost) throw;
+          gone[static_cast<size_t>(p)] = true;
+          last_loss = message_of(e);
+          --alive;
+          continue;
+        }
+        if (ready) {
           const FrameHeader& h = pair->in_header;
           if (h.kind == FrameKind::Abort) raise_abort_frame(*pair, nullptr, 0, op);
           if (h.signature() == op.sig) return p;
@@ -281,14 +300,15 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
         }
         fds.push_back({pair->fd(), POLLIN, 0});
       }
+      if (alive == 0) raise(ErrorKind::PeerLost, "every possible sender has closed its connection; last: " + last_loss);
       int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
       if (n < 0) raise_errno("poll");
       if (n == 0 && op.deadline.expired())
-        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out: no rank sent a matching message");
+        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out after " +
+                                      seconds_text(op.timeout) + " s: no rank sent a matching message");
     }
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::Timeout || e.kind() == ErrorKind::Mismatch) throw;
-    raise(e.kind(), who() + " in " + call(op) + ": " + e.what());
+    rethrow_in_context(e, op);
   }
 }
 

@@ -40,6 +40,7 @@ class TcpTransport final : public Transport {
   void accept_header(RecvPart& r, RecvState& st, TcpPair& pair, const OpContext& op, char* landed, size_t extra);
   [[noreturn]] void raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op);
   [[noreturn]] void raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op);
+  [[noreturn]] void rethrow_in_context(const Error& e, const OpContext& op) const;
   std::string who() const;
   std::string call(const OpContext& op) const;
 

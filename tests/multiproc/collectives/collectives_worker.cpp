@@ -1,0 +1,99 @@
+// One rank of a multi-process collectives test, started by spmdrun or by the driver test with
+// RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT. Modes:
+//   check       — a representative set of collectives against references; exits 0 when right
+//   die-mid-op  — rank WORLD_SIZE-1 waits to be killed (SIGKILL by the driver) while
+//                 the others run an all_reduce; they must report PeerLost naming it
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "spmd/spmd.hpp"
+
+namespace {
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "rank check failed: %s\n", what.c_str());
+  return 1;
+}
+
+int check(spmd::ProcessGroup& w) {
+  const int p = w.size(), r = w.rank();
+  for (size_t n : {size_t(1), size_t(1000), size_t(1 << 20) + 3}) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = float((r + 1) * static_cast<int>(i % 5));
+    w.all_reduce(v);
+    for (size_t i = 0; i < n; ++i)
+      if (v[i] != float(p * (p + 1) / 2 * static_cast<int>(i % 5))) return fail("all_reduce n=" + std::to_string(n));
+  }
+  std::vector<int64_t> b(4099, r == p - 1 ? 7 : 0);
+  w.broadcast(b, p - 1);
+  for (auto x : b)
+    if (x != 7) return fail("broadcast");
+  std::vector<int32_t> in(5, r), out(5 * static_cast<size_t>(p));
+  w.all_gather_into(out, in);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != static_cast<int32_t>(i / 5)) return fail("all_gather");
+  std::vector<double> rs_in(3 * static_cast<size_t>(p), 1.0), rs_out(3);
+  w.reduce_scatter_from(rs_out, rs_in);
+  for (double x : rs_out)
+    if (x != p) return fail("reduce_scatter");
+  std::vector<int32_t> a_in(static_cast<size_t>(p)), a_out(static_cast<size_t>(p));
+  for (int i = 0; i < p; ++i) a_in[static_cast<size_t>(i)] = r * 100 + i;
+  w.all_to_all(a_out, a_in);
+  for (int i = 0; i < p; ++i)
+    if (a_out[static_cast<size_t>(i)] != i * 100 + r) return fail("all_to_all");
+  if (p > 1) {
+    std::vector<uint8_t> token(16, static_cast<uint8_t>(r));
+    int next = (r + 1) % p, prev = (r - 1 + p) % p;
+    std::vector<uint8_t> got(16);
+    auto works = w.batch_isend_irecv({{spmd::P2POp::Send, token, next, 3}, {spmd::P2POp::Recv, got, prev, 3}});
+    for (auto& wk : works) wk.wait();
+    if (got[0] != prev) return fail("batch_isend_irecv");
+  }
+  spmd::Bytes obj(static_cast<size_t>(r) + 1, static_cast<uint8_t>('a' + r));
+  auto objs = w.all_gather_object(obj);
+  for (int i = 0; i < p; ++i)
+    if (objs[static_cast<size_t>(i)].size() != static_cast<size_t>(i) + 1) return fail("all_gather_object");
+  w.barrier();
+  w.monitored_barrier(std::chrono::seconds(30));
+  return 0;
+}
+
+int die_mid_op(spmd::ProcessGroup& w) {
+  std::vector<float> v(1 << 16, 1.0f);
+  w.all_reduce(v);  // everyone connected and in step
+  if (w.rank() == w.size() - 1) {
+    std::printf("victim ready\n");
+    std::fflush(stdout);
+    pause();  // the driver kills this rank with SIGKILL
+    return 0;
+  }
+  try {
+    for (;;) w.all_reduce(v);
+  } catch (const spmd::Error& e) {
+    std::printf("caught %s: %s\n", spmd::error_kind_name(e.kind()), e.what());
+    std::fflush(stdout);
+    return e.kind() == spmd::ErrorKind::PeerLost ? 0 : 3;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "check";
+  try {
+    spmd::ProcessGroup& w = spmd::init();
+    int rank = w.rank();
+    int rc = mode == "die-mid-op" ? die_mid_op(w) : check(w);
+    spmd::destroy();
+    if (rc == 0 && mode == "check") std::printf("rank %d ok\n", rank);
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}

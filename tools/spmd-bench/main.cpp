@@ -1,0 +1,137 @@
+// spmd-bench: nccl-tests for spmd. Run one process per rank under the launcher:
+//
+//   spmdrun --nproc-per-node 4 build/bin/spmd-bench -c all_reduce -b 8 -e 64M
+//
+// For every size it fills the buffers with a known pattern, runs the collective once and
+// counts wrong elements, then times `iters` operations after `warmup` untimed ones. The table
+// (rank 0 prints it) shows the slowest rank's median time per operation, algbw = size / time
+// and busbw = algbw * nccl-tests' factor for the collective. Only the public API is used.
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <spmd/spmd.hpp>
+
+#include "bench_common.hpp"
+#include "collective_case.hpp"
+
+namespace {
+
+const char* kUsage =
+    "spmd-bench: time spmd's collectives, nccl-tests style (verify first, then time).\n"
+    "\n"
+    "Usage: spmdrun --nproc-per-node P spmd-bench [options]\n"
+    "  e.g. spmdrun --nproc-per-node 4 build/bin/spmd-bench -c all_reduce -b 8 -e 64M -f 2\n"
+    "       spmdrun --nproc-per-node 2 build/bin/spmd-bench -c broadcast -s 8,1K,1M --csv\n"
+    "Collectives: all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all,\n"
+    "             gather, scatter, barrier, sendrecv (ring: rank r sends to r+1, receives from r-1).\n"
+    "Size = bytes of the largest buffer (all_gather/gather output, reduce_scatter/scatter input,\n"
+    "each rank's all_to_all buffer), as in nccl-tests. Dtypes: f32 f64 f16 bf16 i8 u8 i32 i64.\n"
+    "Columns: size, elements per rank, dtype, reduction, root, time = the slowest rank's median\n"
+    "per operation (us), algbw = size / time, busbw = algbw x nccl-tests' factor (all_reduce\n"
+    "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
+    "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
+    "Without a launcher's environment it runs as a single rank.";
+
+using Clock = std::chrono::steady_clock;
+
+// Slowest rank's median: every rank's median, reduced with Max over the world.
+double slowest_median_us(spmd::ProcessGroup& world, const std::vector<double>& times_us) {
+  double local = bench::median(times_us);
+  world.all_reduce(spmd::TensorView(&local, 1), spmd::ReduceOp::Max);
+  return local;
+}
+
+int64_t total_wrong(spmd::ProcessGroup& world, int64_t wrong) {
+  world.all_reduce(spmd::TensorView(&wrong, 1), spmd::ReduceOp::Sum);
+  return wrong;
+}
+
+bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t bytes) {
+  spmd::DType dtype = spmd_bench::parse_dtype(o.dtype);
+  spmd::ReduceOp op = spmd_bench::parse_op(o.op);
+  int n = world.size();
+  bool barrier = o.collective == "barrier";
+  size_t elem = spmd::dtype_size(dtype);
+  size_t count = barrier ? 0 : bench::elements_per_rank(o.collective, bytes, elem, n);
+
+  spmd_bench::CollectiveCase c(world, o.collective, count, dtype, op, o.root);
+  c.fill();
+  c.run();
+  int64_t wrong = total_wrong(world, c.count_wrong());
+
+  c.fill();
+  for (int i = 0; i < o.warmup; ++i) c.run();
+  world.barrier();
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(o.iters));
+  for (int i = 0; i < o.iters; ++i) {
+    auto t0 = Clock::now();
+    c.run();
+    times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+
+  bench::Row r;
+  r.collective = o.collective;
+  r.nranks = n;
+  r.count = count;
+  r.bytes = barrier ? 0 : bench::reported_bytes(o.collective, count, elem, n);
+  r.dtype = spmd::dtype_name(dtype);
+  r.op = bench::is_reduction(o.collective) ? spmd::reduce_op_name(op) : "-";
+  r.root = bench::is_rooted(o.collective) ? o.root : -1;
+  r.time_us = slowest_median_us(world, times);
+  r.wrong = wrong;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Options o;
+  o.impl = "spmd";
+  try {
+    if (!bench::parse_args(argc, argv, o, kUsage, [](const std::string&, const char*) { return 0; })) return 0;
+    // Reject bad flags before connecting to anyone.
+    for (const auto& c : bench::collective_list(o.collective))
+      spmd_bench::check_request(c, spmd_bench::parse_dtype(o.dtype), spmd_bench::parse_op(o.op));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spmd-bench: %s\n", e.what());
+    return 2;
+  }
+
+  try {
+    spmd::ProcessGroup& world = spmd::init();
+    if (o.root < 0 || o.root >= world.size())
+      throw std::invalid_argument("--root " + std::to_string(o.root) + " is not a rank of this job (0.." +
+                                  std::to_string(world.size() - 1) + ")");
+    bool printer = world.rank() == 0;
+    int64_t failures = 0;
+    bool first = true;
+    for (const auto& collective : bench::collective_list(o.collective)) {
+      bench::Options one = o;
+      one.collective = collective;
+      if (printer) bench::print_header(one, world.size(), "spmd-bench", first);
+      first = false;
+      std::vector<size_t> sizes = collective == "barrier" ? std::vector<size_t>{0} : bench::size_list(one);
+      for (size_t bytes : sizes) {
+        bench::Row r = run_size(world, one, bytes);
+        failures += r.wrong;
+        if (printer) bench::print_row(one, r);
+      }
+    }
+    spmd::destroy();
+    if (failures != 0) {
+      if (printer) std::fprintf(stderr, "spmd-bench: %lld wrong elements in total\n", static_cast<long long>(failures));
+      return 1;
+    }
+    return 0;
+  } catch (const spmd::Error& e) {
+    std::fprintf(stderr, "spmd-bench: %s error: %s\n", spmd::error_kind_name(e.kind()), e.what());
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "spmd-bench: %s\n", e.what());
+  }
+  return 1;
+}
