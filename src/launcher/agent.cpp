@@ -205,8 +205,10 @@ AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
 
   std::vector<pollfd> fds;
   std::vector<StreamPump*> pumps;
+  bool child_event = true;  // reap on the first round, then only after a SIGCHLD
   while (true) {
-    reap();
+    if (child_event) reap();
+    child_event = false;
     bool all_ended = true;
     for (auto& w : workers) all_ended = all_ended && !w.process.running();
     if (all_ended && !drain_until) drain_until = Deadline(kDrainAfterExit);
@@ -231,7 +233,10 @@ AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
 
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.read_one()) {
-        if (*sig == SIGCHLD) continue;  // reaped at the top of the loop
+        if (*sig == SIGCHLD) {
+          child_event = true;  // reaped at the top of the loop
+          continue;
+        }
         if (!stopping) {
           SPMD_LOG(Warn) << "spmdrun: got " << signal_name(*sig) << ", stopping the workers";
           outcome.kind = AttemptOutcome::Kind::Interrupted;

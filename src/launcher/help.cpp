@@ -61,6 +61,14 @@ Output:
   $rank, $local_rank) changes it, e.g. '[$rank]:'.
 
 spmd extras:
+  --hostfile FILE           head-node mode: start one spmdrun per host of FILE ("host",
+                            "host slots=N" or "host:N" per line; N defaults to
+                            --nproc-per-node) through --rsh, static rendezvous hosted by the
+                            first host (or --master-addr) on --master-port (default: a port
+                            free on this machine). The remote spmdrun is this one's path
+                            (SPMD_REMOTE_SPMDRUN overrides), run in the same directory
+  --rsh CMD                 the remote shell for --hostfile (default ssh; e.g. "ssh -tt" so a
+                            closed connection also stops the remote launcher)
   --dry-run                 print the rank table (node rank, local rank, rank, world size)
                             these flags produce, and the worker command, then exit
   -h, --help                this text
@@ -86,6 +94,8 @@ Examples:
   # elastic-style: 2 to 4 nodes join at one endpoint
   spmdrun --nnodes 2:4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job7 ./train
   spmdrun --dry-run --nnodes 3 --nproc-per-node 8
+  # from a head node: one spmdrun per host over ssh
+  spmdrun --hostfile hosts.txt --nproc-per-node 8 ./train
 )";
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/attempt_plan.hpp"
+#include "launcher/head_node.hpp"
 #include "launcher/job.hpp"
 #include "launcher/options.hpp"
 #include "launcher/rank_table.hpp"
@@ -78,6 +79,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   const Options& o = parsed.options;
+  try {
+    if (!o.hostfile.empty()) return run_head_node(o);
+  } catch (const spmd::Error& e) {
+    say("spmdrun: error: " + plain_message(e) + "\n");
+    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+  }
   if (o.dry_run) return dry_run(o);
   set_omp_threads(o);
   try {

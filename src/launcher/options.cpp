@@ -86,7 +86,10 @@ const std::vector<Flag>& flags() {
     value("nnodes", {}, [](Options&, Raw& r, const std::string& v) { r.nnodes = v; });
     value("nproc_per_node", {}, [](Options&, Raw& r, const std::string& v) { r.nproc_per_node = v; });
     value("node_rank", {}, [](Options&, Raw& r, const std::string& v) { r.node_rank = v; });
-    value("master_addr", {}, [](Options& o, Raw&, const std::string& v) { o.master_addr = v; });
+    value("master_addr", {}, [](Options& o, Raw&, const std::string& v) {
+      o.master_addr = v;
+      o.master_addr_given = true;
+    });
     value("master_port", {}, [](Options&, Raw& r, const std::string& v) { r.master_port = v; });
     toggle("standalone", {}, [](Options& o, Raw&, const std::string&) { o.standalone = true; });
     value("rdzv_backend", {}, [](Options&, Raw& r, const std::string& v) { r.rdzv_backend = v; });
@@ -211,6 +214,11 @@ void finish(Options& o, const Raw& r) {
     o.rdzv_backend = RdzvBackend::Static;  // one node needs no rendezvous: spmdrun hosts the store
     o.node_rank = 0;
   }
+  if (!o.hostfile.empty()) {
+    if (o.rsh.empty()) o.rsh = "ssh";
+    if (o.program.empty() && !o.dry_run) usage_error("no program given: spmdrun [flags] PROGRAM [ARGS...]");
+    return;  // the head starts one spmdrun per host; those check the rest
+  }
   if (o.rdzv_backend == RdzvBackend::Static) {
     if (o.min_nodes != o.max_nodes)
       usage_error("--nnodes " + r.nnodes + ": a range needs --rdzv-backend c10d (the static "
@@ -229,7 +237,6 @@ void finish(Options& o, const Raw& r) {
   if (o.module && o.no_python) usage_error("--module and --no-python exclude each other");
   if (o.program.empty() && !o.dry_run)
     usage_error("no program given: spmdrun [flags] PROGRAM [ARGS...]");
-  if (!o.hostfile.empty() && o.rsh.empty()) o.rsh = "ssh";
 }
 
 }  // namespace
@@ -278,6 +285,8 @@ ParseResult parse_options(const std::vector<std::string>& args,
       f->apply(o, raw, "");
     }
   }
+  o.launcher_args.assign(args.begin() + 1, args.begin() + static_cast<long>(std::min(i, args.size())));
+  if (!o.launcher_args.empty() && o.launcher_args.back() == "--") o.launcher_args.pop_back();
   if (i < args.size()) {
     o.program = args[i];
     o.program_args.assign(args.begin() + static_cast<long>(i) + 1, args.end());

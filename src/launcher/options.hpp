@@ -22,6 +22,7 @@ struct Options {
   int node_rank = 0;
   // Rendezvous.
   std::string master_addr = "127.0.0.1";
+  bool master_addr_given = false;
   int master_port = 0;  // 0 = not given (single node: pick a free port)
   bool master_port_given = false;
   bool standalone = false;
@@ -50,6 +51,8 @@ struct Options {
   // The program and its arguments.
   std::string program;
   std::vector<std::string> program_args;
+  // spmdrun's own arguments before PROGRAM, as given (head-node mode forwards them).
+  std::vector<std::string> launcher_args;
 
   bool multi_node() const { return max_nodes > 1; }
 };

@@ -13,4 +13,15 @@ inline std::string plain_message(const Error& e) {
   return s.rfind(head, 0) == 0 ? s.substr(head.size()) : s;
 }
 
+// The reason inside a store error about `endpoint` ("host:port"): the text after
+// "<endpoint>: " up to the store's own advice ("Address already in use").
+inline std::string reason_after(const std::string& message, const std::string& endpoint) {
+  size_t at = message.find(endpoint + ": ");
+  if (at == std::string::npos) return message;
+  std::string rest = message.substr(at + endpoint.size() + 2);
+  size_t end = rest.find_first_of(";(");
+  while (end != std::string::npos && end > 0 && rest[end - 1] == ' ') --end;
+  return rest.substr(0, end);
+}
+
 }  // namespace spmd::launcher

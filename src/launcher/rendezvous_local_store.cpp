@@ -1,5 +1,6 @@
 #include "launcher/rendezvous_local.hpp"
 
+#include "launcher/plain_message.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -13,8 +14,9 @@ void LocalRendezvous::start_store() {
     store_port_ = server->port();
     store_ = server;
   } catch (const Error& e) {
-    raise(ErrorKind::System, "spmdrun could not host its store on " + so.host + ":" +
-                                 std::to_string(so.port) + ": " + e.what() +
+    std::string where = so.host + ":" + std::to_string(so.port);
+    raise(ErrorKind::System, "spmdrun could not host its store on " + where + ": " +
+                                 reason_after(plain_message(e), where) +
                                  "; pick another --master-port, or leave it out (a free port is chosen)");
   }
   store_addr_ = so.host;

@@ -97,10 +97,11 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
       so.port = static_cast<uint16_t>(port);
       server_ = std::make_unique<TcpStoreServer>(so);
     } catch (const Error& e) {
+      std::string where = bind_host + ":" + std::to_string(port);
       raise(ErrorKind::System,
-            "spmdrun (node 0) could not host the launcher store on " + bind_host + ":" +
-                std::to_string(port) + ": " + plain_message(e) +
-                "; pick a free --master-port (the other nodes must use the same one), or stop "
+            "spmdrun (node 0) could not host the launcher store on " + where + ": " +
+                reason_after(plain_message(e), where) +
+                "; pick a free --master-port (every node must give the same one), or stop "
                 "whatever holds that port (ss -ltnp 'sport = :" + std::to_string(port) + "')");
     }
   }

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -126,6 +127,17 @@ bool process_gone(int pid) {
   std::getline(stat, text);
   size_t close = text.rfind(')');
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+bool wait_gone(int pid, std::chrono::milliseconds timeout) {
+  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return errno == ESRCH || process_gone(pid);
+  pollfd p{pidfd.get(), POLLIN, 0};
+  Deadline deadline(timeout);
+  while (!deadline.expired()) {
+    if (::poll(&p, 1, deadline.poll_ms()) > 0) return true;
+  }
+  return process_gone(pid);
 }
 
 int free_port() {

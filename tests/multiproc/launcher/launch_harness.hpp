@@ -28,6 +28,7 @@ class Launch {
   // Reads output until `needle` has appeared `count` times in stdout (or the deadline).
   bool wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout);
   void signal(int sig) { ::kill(process_.pid(), sig); }
+  int pid() const { return process_.pid(); }
   // Reads everything and waits for the exit (kills spmdrun and fails after the timeout).
   Result finish(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
@@ -47,6 +48,8 @@ std::map<int, std::map<std::string, std::string>> parse_workers(const std::strin
 std::vector<int> worker_pids(const std::string& out);
 // True when the process is gone (or a zombie nobody will reap: never ours).
 bool process_gone(int pid);
+// Waits (pidfd + poll, with a deadline) until the process has exited; true if it did.
+bool wait_gone(int pid, std::chrono::milliseconds timeout);
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).
 int free_port();
 

@@ -6,6 +6,10 @@
 #include <set>
 #include <thread>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "launch_harness.hpp"
 
 namespace spmd::launcher::testing {
@@ -136,6 +140,23 @@ TEST(Launcher, C10dTimeoutSaysWhoArrived) {
   EXPECT_NE(r.err.find("1 of 2 nodes arrived"), std::string::npos) << r.err;
 }
 
+TEST(Launcher, StoreBindFailureNamesAddressAndPort) {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(s, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string port = std::to_string(ntohs(a.sin_port));
+  Result r = run({"--nnodes", "2", "--node-rank", "0", "--master-port", port, print_env_path()});
+  ::close(s);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("could not host the launcher store on 127.0.0.1:" + port + ": Address already in use; pick a free --master-port"),
+            std::string::npos) << r.err;
+}
+
 TEST(Launcher, FailingWorkerStopsTheOthersAndSetsExitCode) {
   Result r = run({"--nproc-per-node", "4", print_env_path(), "--exit-rank", "2", "--exit-code", "3",
                   "--sleep-ms", "30000", "--stderr", "last words"});
@@ -163,6 +184,28 @@ TEST(Launcher, SigintToLauncherStopsEveryWorker) {
   EXPECT_EQ(r.code, 130) << r.err;
   EXPECT_NE(r.err.find("received SIGINT"), std::string::npos) << r.err;
   expect_all_gone(r.out);
+}
+
+TEST(Launcher, KilledLauncherTakesItsWorkersWithIt) {
+  Launch l({"--nproc-per-node", "2", print_env_path(), "--sleep-ms", "30000"});
+  ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));
+  l.signal(SIGKILL);  // no teardown possible: PR_SET_PDEATHSIG must do it
+  Result r = l.finish();
+  EXPECT_EQ(r.code, 128 + SIGKILL);
+  auto pids = worker_pids(r.out);
+  ASSERT_EQ(pids.size(), 2u);
+  for (int pid : pids) EXPECT_TRUE(wait_gone(pid, 10s)) << "orphaned worker " << pid;
+}
+
+TEST(Launcher, NoOutputIsLostAtExit) {
+  // Both ranks print 20000 lines as fast as they can and exit at once.
+  Result r = run({"--nproc-per-node", "2", "--no-python", "seq", "1", "20000"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* last : {"[default0]:20000\n", "[default1]:20000\n"})
+    EXPECT_NE(r.out.find(last), std::string::npos);
+  size_t lines = 0;
+  for (char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 40000u);
 }
 
 TEST(Launcher, RestartCountsUpAndAFailingOnceJobSucceeds) {
@@ -251,6 +294,34 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
   std::ifstream err1(dir + "/logs/attempt_0/1/stderr.log");
   EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
   std::filesystem::remove_all(dir);
+}
+
+std::string write_hostfile(const std::string& text) {
+  char name[] = "/tmp/spmdrun_hosts_XXXXXX";
+  int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  return name;
+}
+
+TEST(Launcher, HeadNodeStartsOneLauncherPerHost) {
+  std::string hosts = write_hostfile("# two nodes, different sizes\nlocalhost slots=2\n127.0.0.1:1\n");
+  Result r = run({"--hostfile", hosts, "--rsh", FAKE_RSH_PATH, "--rdzv-id", "head", print_env_path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto w = parse_workers(r.out);
+  ASSERT_EQ(w.size(), 3u) << r.out;
+  EXPECT_EQ(w[2]["GROUP_RANK"], "1");
+  EXPECT_EQ(w[2]["LOCAL_RANK"], "0");
+  EXPECT_EQ(w[2]["WORLD_SIZE"], "3");
+  EXPECT_EQ(w[0]["MASTER_ADDR"], "localhost");
+
+  Result f = run({"--hostfile", hosts, "--rsh", FAKE_RSH_PATH, print_env_path(), "--exit-rank", "2",
+                  "--exit-code", "7", "--sleep-ms", "30000"});
+  EXPECT_EQ(f.code, 7) << f.err;
+  EXPECT_NE(f.err.find("Root Cause"), std::string::npos) << f.err;
+  expect_all_gone(f.out);
+  std::remove(hosts.c_str());
 }
 
 TEST(Launcher, SingleProcessOutputIsNotPrefixed) {

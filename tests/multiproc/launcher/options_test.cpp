@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "launcher/attempt_plan.hpp"
+#include "launcher/hostfile.hpp"
 #include "launcher/options.hpp"
 #include "launcher/rank_table.hpp"
 #include "launcher/std_streams.hpp"
@@ -102,6 +103,21 @@ TEST(WorkerCommand, PythonOnlyForPythonPrograms) {
   EXPECT_EQ(worker_command(parse({"--no-python", "tool.py"})), (std::vector<std::string>{"tool.py"}));
   auto mod = worker_command(parse({"-m", "pkg.main"}));
   EXPECT_EQ(mod[2], "-m");
+}
+
+TEST(Hostfile, FormsAndErrors) {
+  auto hosts = parse_hostfile_text("# cluster\nnode1 slots=4\nnode2:2\n\nnode3  # default size\n", "h");
+  ASSERT_EQ(hosts.size(), 3u);
+  EXPECT_EQ(hosts[0].host, "node1");
+  EXPECT_EQ(hosts[0].slots, 4);
+  EXPECT_EQ(hosts[1].host, "node2");
+  EXPECT_EQ(hosts[1].slots, 2);
+  EXPECT_EQ(hosts[2].slots, 0);
+  EXPECT_THROW(parse_hostfile_text("# nothing\n", "h"), Error);
+  EXPECT_THROW(parse_hostfile_text("node1 slots=0\n", "h"), Error);
+  EXPECT_THROW(parse_hostfile_text("node1 gpus=2\n", "h"), Error);
+  EXPECT_EQ(shell_quote("a b'c"), "'a b'\\''c'");
+  EXPECT_EQ(shell_quote("--x=1"), "--x=1");
 }
 
 }  // namespace
