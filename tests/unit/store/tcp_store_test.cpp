@@ -89,9 +89,31 @@ TEST(TcpStore, ServerLimitBelowTheClientsIsReportedAndTheClientRecovers) {
   so.max_value_bytes = 1024;
   TcpStoreServer server(so);
   TcpStore s(client_of(server));
-  store_test::expect_error(ErrorKind::Store, "exceeds the limit of 1024",
-                           [&] { s.set("v", Bytes(2000)); });
+  // A pipelined set's refusal surfaces at the next call, naming the set.
+  s.set("v", Bytes(2000));
+  store_test::expect_error(ErrorKind::Store, "set('v')", [&] { s.check({"x"}); });
   s.set("v", Bytes(10));  // reconnects
   EXPECT_EQ(s.get("v").size(), 10u);
   EXPECT_FALSE(s.check({"x"}));
+  // With pipelining off, set itself reports it.
+  TcpStoreOptions o = client_of(server);
+  o.pipeline_set = false;
+  TcpStore acked(o);
+  store_test::expect_error(ErrorKind::Store, "exceeds the limit of 1024",
+                           [&] { acked.set("w", Bytes(2000)); });
+  acked.set("w", Bytes(1));
+  EXPECT_EQ(acked.get("w").size(), 1u);
+}
+
+TEST(TcpStore, PipelinedSetsAreAppliedInOrderAndBeforeDestruction) {
+  TcpStoreServer server;
+  TcpStore reader(client_of(server));
+  {
+    TcpStore writer(client_of(server));
+    for (int i = 0; i < 2000; ++i) writer.set("k" + std::to_string(i), std::to_string(i));
+    writer.set("last", std::string("1"));
+  }  // the destructor reads the outstanding answers before closing
+  EXPECT_EQ(reader.get_string("last"), "1");
+  EXPECT_EQ(reader.get_string("k1999"), "1999");
+  EXPECT_EQ(reader.num_keys(), 2001);
 }
