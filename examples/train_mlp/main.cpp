@@ -190,6 +190,18 @@ int run(int argc, char** argv) {
       }
     }
   }
+  if (start_epoch < o.epochs) {
+    // Replicas must be identical: compare a checksum of the parameters across ranks.
+    double sum = 0;
+    for (size_t i = 0; i < model.num_parameters(); ++i)
+      for (float v : model.param(i)) sum += static_cast<double>(v);
+    std::vector<double> lo{sum}, hi{sum};
+    world.all_reduce(lo, spmd::ReduceOp::Min);
+    world.all_reduce(hi, spmd::ReduceOp::Max);
+    if (rank == 0)
+      std::printf("parameter checksum %.9g, identical on all %d ranks: %s\n", sum, size, lo[0] == hi[0] ? "yes" : "NO");
+    if (lo[0] != hi[0]) return 1;
+  }
   if (start_epoch >= o.epochs) {
     const Totals ev = evaluate();
     if (rank == 0)
