@@ -1,6 +1,7 @@
 // The demo, end to end: spmdrun --nproc-per-node 4 train_mlp. Loss decreases over epochs,
 // a second run resumes from the checkpoint, and a worker that dies mid-training is restarted
-// by the launcher and resumes from the last saved epoch.
+// by the launcher and resumes from the last saved epoch. With LibTorch, the ToyModel example
+// (ddp_toy_libtorch) too.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -82,5 +83,16 @@ TEST_F(TrainMlp, CrashedWorkerIsRestartedAndResumes) {
   EXPECT_EQ(e[1].epoch, 2);
   EXPECT_EQ(e[2].epoch, 3);
 }
+
+#ifdef DDP_TOY_LIBTORCH_PATH
+TEST(ToyLibTorch, TrainsUnderSpmdrunWithIdenticalReplicas) {
+  Result r = run({"--nproc-per-node", "2", DDP_TOY_LIBTORCH_PATH, "--steps", "10"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("step   9  mean loss over 2 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replicas identical: yes"), std::string::npos) << r.out;
+}
+#else
+TEST(ToyLibTorch, DISABLED_NeedsLibTorch) {}
+#endif
 
 }  // namespace
