@@ -26,16 +26,23 @@ class TcpTransport final : public Transport {
   int size() const override { return conns_.size(); }
   void run(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) override;
   int wait_any_sender(std::span<const int> peers, const OpContext& op) override;
+  bool on_one_host(const OpContext& op) override { return conns_.all_on_one_host(op.deadline); }
   void abort(ErrorKind kind, const std::string& message) noexcept override;
 
   // Bytes of a receive buffer that reduce-on-receive reads into before handing to the sink:
   // small enough to stay in L2 while it is reduced.
   static constexpr size_t kChunkBytes = 128 << 10;
+  // Messages from this size on go by remote read to peers on this host (remote_read.hpp); a
+  // remote read copies at most kRemoteChunkBytes per call so other parts of a step interleave.
+  static constexpr size_t kRemoteMinBytes = 64 << 10;
+  static constexpr size_t kRemoteChunkBytes = 256 << 10;
 
  private:
   struct RecvState;
   void check_usable() const;
-  bool progress_send(SendPart& s, FrameHeader& h, const OpContext& op);
+  bool progress_send(SendPart& s, FrameHeader& h, TcpPair& pair);
+  bool flush_control(TcpPair& p);                    // writes owed acks between frames
+  bool pull_control(TcpPair& p, const OpContext& op);  // reads acks we await
   bool progress_recv(RecvPart& r, RecvState& st, const OpContext& op);
   void accept_header(RecvPart& r, RecvState& st, TcpPair& pair, const OpContext& op, char* landed, size_t extra);
   [[noreturn]] void raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op);
@@ -47,6 +54,7 @@ class TcpTransport final : public Transport {
   ConnectionManager conns_;
   std::string prefix_;
   uint32_t group_;
+  int32_t self_pid_;
   std::optional<std::pair<ErrorKind, std::string>> broken_;
   std::vector<std::vector<char>> scratch_;  // one chunk buffer per concurrent sink receive
 };

@@ -91,6 +91,14 @@ TEST(MultiProcess, RepresentativeCollectives) {
   }
 }
 
+#ifdef SPMD_SPMDRUN
+TEST(MultiProcess, UnderSpmdrun) {
+  // The launcher's contract: its TcpStore (SPMD_STORE_ADDR/PORT) and a per-run prefix.
+  Child run({SPMD_SPMDRUN, "--nproc-per-node", "3", SPMD_WORKER, "check"}, {"SPMD_TIMEOUT=60"});
+  EXPECT_EQ(run.wait(std::chrono::seconds(90)), 0);
+}
+#endif
+
 TEST(MultiProcess, KilledRankGivesPeerLostPromptly) {
   const int world = 3;
   int port = free_port();
