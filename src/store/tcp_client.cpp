@@ -243,6 +243,9 @@ struct TcpStore::Impl {
     validate(req);
     std::lock_guard<std::mutex> lock(mu);
     bool waits = req.op == Op::Get || req.op == Op::Wait || req.op == Op::MultiGet;
+    // Saturate: "wait forever" timeouts (milliseconds::max()) must not overflow here.
+    constexpr auto kForever = std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100));
+    timeout = std::min(timeout, kForever);
     Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
     if (!fd) connect(deadline);
     Response r = exchange(req, deadline);
