@@ -104,6 +104,9 @@ class Reducer {
   // one iteration raises InvalidArgument.
   void mark_ready(size_t index);
   void mark_ready(size_t index, TensorView grad);
+  // Points parameter i's gradient at a new buffer (same count and dtype) without marking it:
+  // for frameworks that may reallocate gradients (finish() reads and writes the new one).
+  void set_gradient_buffer(size_t index, TensorView grad);
 
   // Ends the iteration: launches what is left (unused parameters with find_unused_parameters),
   // waits for every bucket and writes the averaged gradients back. After a no_sync iteration it

@@ -116,11 +116,22 @@ class DistributedDataParallel {
         ::torch::autograd::Engine::get_default_engine().queue_callback([weak] {
           if (auto s = weak.lock()) {
             s->finish_queued = false;
+            // Parameters that got no gradient this backward may have none at all (e.g. after
+            // zero_grad(/*set_to_none=*/true)): give them zeros, and let the Reducer read and
+            // write every parameter's current .grad().
+            ::torch::NoGradGuard no_grad;
+            for (size_t i = 0; i < s->params.size(); ++i) {
+              at::Tensor& g = s->params[i].mutable_grad();
+              if (!g.defined()) g = ::torch::zeros_like(s->params[i]);
+              if (!g.is_contiguous()) g = g.contiguous();
+              s->reducer->set_gradient_buffer(i, view(g));
+            }
             s->reducer->finish();
           }
         });
       }
       at::Tensor& g = state->params[index].mutable_grad();
+      if (!g.is_contiguous()) g = g.contiguous();  // AccumulateGrad may steal a strided gradient
       state->reducer->mark_ready(index, view(g));
       return outputs;
     }

@@ -44,18 +44,28 @@ void Reducer::mark_ready(size_t index) {
   impl_->mark_locked(index);
 }
 
+void Reducer::Impl::replace_gradient(size_t index, TensorView grad, const char* what) {
+  if (index >= params.size())
+    raise(ErrorKind::InvalidArgument, std::string(what) + ": index " + std::to_string(index) + " out of range (" +
+                                          std::to_string(params.size()) + " parameters)");
+  if (grad.count != params[index].data.count || grad.dtype != params[index].data.dtype ||
+      (grad.data == nullptr && grad.count > 0))
+    raise(ErrorKind::InvalidArgument, std::string(what) + ": the new gradient buffer of " + param_label(index) + " has " +
+                                          std::to_string(grad.count) + " " + dtype_name(grad.dtype) +
+                                          " elements, the parameter " + std::to_string(params[index].data.count) + " " +
+                                          dtype_name(params[index].data.dtype));
+  params[index].grad = grad;
+}
+
 void Reducer::mark_ready(size_t index, TensorView grad) {
   std::lock_guard lk(impl_->mu);
-  Impl& m = *impl_;
-  if (index >= m.params.size())
-    raise(ErrorKind::InvalidArgument, "Reducer::mark_ready: index " + std::to_string(index) + " out of range (" +
-                                          std::to_string(m.params.size()) + " parameters)");
-  if (grad.count != m.params[index].data.count || grad.dtype != m.params[index].data.dtype)
-    raise(ErrorKind::InvalidArgument, "Reducer::mark_ready: the new gradient buffer of " + m.param_label(index) +
-                                          " has " + std::to_string(grad.count) + " " + dtype_name(grad.dtype) +
-                                          " elements, the parameter " + std::to_string(m.params[index].data.count));
-  m.params[index].grad = grad;
-  m.mark_locked(index);
+  impl_->replace_gradient(index, grad, "Reducer::mark_ready");
+  impl_->mark_locked(index);
+}
+
+void Reducer::set_gradient_buffer(size_t index, TensorView grad) {
+  std::lock_guard lk(impl_->mu);
+  impl_->replace_gradient(index, grad, "Reducer::set_gradient_buffer");
 }
 
 void Reducer::Impl::mark_locked(size_t i) {

@@ -55,6 +55,7 @@ struct Reducer::Impl {
   std::string param_label(size_t i) const;
 
   // --- reducer.cpp ---
+  void replace_gradient(size_t index, TensorView grad, const char* what);
   void mark_locked(size_t i);
   void launch_in_order();
   void wait_launched(bool rethrow);

@@ -160,6 +160,11 @@ TEST(TorchDdp, FindUnusedParametersLetsRanksSkipParameters) {
     EXPECT_TRUE(torch::allclose(m->b->weight.grad(), torch::full({2, 4}, 1.5f)));
     EXPECT_TRUE(same_on_all_ranks(g, m->b->weight.grad()));
     EXPECT_TRUE(same_on_all_ranks(g, m->a->weight.grad()));
+    // Gradients set to none: the unused ones become zeros before the Reducer reads them.
+    m->zero_grad(/*set_to_none=*/true);
+    m->forward(torch::ones({3, 4}), /*use_b=*/rank == 0).sum().backward();
+    EXPECT_TRUE(torch::allclose(m->b->weight.grad(), torch::full({2, 4}, 1.5f)));
+    EXPECT_TRUE(torch::allclose(m->a->weight.grad(), torch::full({2, 4}, 3.0f)));
   });
 }
 
