@@ -12,8 +12,8 @@
 // that runs Reducer::finish() when backward ends. After backward() returns, every .grad()
 // holds the average over ranks, and any optimizer can step. Parameters (and buffers) are
 // broadcast from rank 0 at construction. CPU tensors only; parameters must be contiguous.
-// Gradients must keep their storage between steps (the 1.13 optimizers' zero_grad() zeroes in
-// place); if a framework replaces .grad(), the hook picks up the new tensor.
+// .grad() may be zeroed in place or set to none between steps (zero_grad(true)): the hooks and
+// the end-of-backward callback always hand the Reducer the current .grad() tensors.
 // Note: inside `namespace spmd`, `torch::` names this namespace; write `::torch::` there.
 #pragma once
 
