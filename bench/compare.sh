@@ -6,8 +6,8 @@
 #
 #   bench/compare.sh [--quick] [--build DIR] [--nprocs "2 4"] [--sizes 8,1K,64K,1M,16M,64M]
 #                    [--collectives all_reduce,broadcast,all_gather] [--reps N] [--iters N]
-#                    [--warmup N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm] [--no-spin]
-#                    [--out DIR] [--timeout SECONDS]
+#                    [--warmup N] [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm]
+#                    [--no-spin] [--out DIR] [--timeout SECONDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -20,6 +20,7 @@ collectives=all_reduce,broadcast,all_gather
 reps=3
 iters=10
 warmup=3
+big_iters=4
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm
 spin=1
 out=""
@@ -29,6 +30,7 @@ usage() {
   sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
   cat <<'EOF'
 
+  defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm
   --no-spin      leave idle CPUs idle. By default two nice-19 busy loops keep the CPUs awake:
@@ -42,7 +44,7 @@ EOF
 
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; shift ;;
+    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; big_iters=3; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --nprocs) nprocs=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
@@ -50,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --big-iters) big_iters=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --no-spin) spin=0; shift ;;
     --out) out=$2; shift 2 ;;
@@ -64,7 +67,6 @@ mkdir -p "$out"
 log=$out/raw.log
 : > "$log"
 python=/usr/bin/python3  # Debian's python has torch; a pyenv python3 earlier on PATH does not
-common=(-c "$collectives" -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header)
 
 spinners=()
 cleanup() { for p in "${spinners[@]}"; do kill "$p" 2>/dev/null; done; }
@@ -104,33 +106,58 @@ start=$(date +%s)
 {
   echo "# compare.sh run at $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) CPUs," \
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
-  echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup"
+  echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
+       "big_iters=$big_iters"
 } | tee -a "$log" >&2
+
+# Sizes from 16 MiB on run with fewer iterations (--big-iters, warmup 1): at P=4 one 64 MiB
+# all_reduce takes 0.1-0.3 s here, and their medians are stable anyway.
+read -r small big < <(python3 - "$sizes" <<'PY'
+import sys
+mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+def parse(t):
+    t = t.strip().upper().removesuffix("B").removesuffix("I")
+    s = t[-1] if t and t[-1] in "KMG" else ""
+    return int(float(t[: len(t) - len(s)]) * mult[s])
+items = [x for x in sys.argv[1].split(",") if x]
+small = [x for x in items if parse(x) < 16 << 20]
+big = [x for x in items if parse(x) >= 16 << 20]
+print(",".join(small) or "-", ",".join(big) or "-")
+PY
+)
+
+# each_group NAME CMD...: runs CMD with the small sizes, then with the big ones.
+each_group() {
+  local name=$1; shift
+  [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$warmup" --csv --no-header
+  [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w 1 --csv --no-header
+  return 0
+}
 
 for ((rep = 1; rep <= reps; rep++)); do
   for p in $nprocs; do
     echo "rep $rep/$reps, P=$p" >&2
     if [[ -x $build/bin/spmd-bench ]]; then
       # shellcheck disable=SC2046
-      run spmd $(spmd_cmd "$p") "${common[@]}"
+      each_group spmd $(spmd_cmd "$p")
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
-      run gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench" "${common[@]}"
+      each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench"
     fi
     for algo in ring hd; do
       if have "gloo-$algo" && [[ -x $build/bin/gloo-bench ]] && [[ $collectives == *all_reduce* ]]; then
-        run "gloo-$algo" "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench" --algo "$algo" \
-          -c all_reduce -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header
+        collectives=all_reduce each_group "gloo-$algo" "$here/peers/spawn.sh" -t "$limit" "$p" \
+          "$build/bin/gloo-bench" --algo "$algo"
       fi
     done
     if have torch-gloo && "$python" -c 'import torch' 2>/dev/null; then
-      run torch-gloo "$python" "$here/peers/torch_bench.py" --nproc "$p" --timeout "$limit" "${common[@]}"
+      each_group torch-gloo "$python" "$here/peers/torch_bench.py" --nproc "$p" --timeout "$limit"
     fi
     if have mpi-tcp && [[ -x $build/bin/mpi-bench ]]; then
-      run mpi-tcp "${mpirun_base[@]}" -np "$p" --mca btl self,tcp "$build/bin/mpi-bench" --name mpi-tcp "${common[@]}"
+      each_group mpi-tcp "${mpirun_base[@]}" -np "$p" --mca btl self,tcp "$build/bin/mpi-bench" --name mpi-tcp
     fi
     if have mpi-shm && [[ -x $build/bin/mpi-bench ]]; then
-      run mpi-shm "${mpirun_base[@]}" -np "$p" --mca btl self,vader "$build/bin/mpi-bench" --name mpi-shm "${common[@]}"
+      each_group mpi-shm "${mpirun_base[@]}" -np "$p" --mca btl self,vader "$build/bin/mpi-bench" --name mpi-shm
     fi
   done
 done
@@ -140,7 +167,7 @@ echo "# took $(($(date +%s) - start)) s; load after: $(cut -d' ' -f1-3 /proc/loa
   echo "Command: bench/compare.sh $args"
   grep '^# compare.sh\|^# nprocs\|^# took' "$log"
   echo
-  python3 "$here/compare_table.py" --peers "$peers" "$log"
+  python3 "$here/compare_table.py" --spread --peers "$peers" "$log"
 } > "$out/table.md"
 status=$?
 cat "$out/table.md"

@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--baseline", default="spmd")
     ap.add_argument("--peers", default="", help="comma-separated; default: every impl found")
     ap.add_argument("--gloo", default="gloo", help="the peer the goals are checked against")
+    ap.add_argument("--spread", action="store_true", help="also show [min-max] over repetitions")
     a = ap.parse_args()
 
     times, wrong = load(a.logs)
@@ -70,8 +71,20 @@ def main():
     colls += sorted({k[1] for k in med} - set(colls))
     reps = max((len(v) for v in times.values()), default=0)
 
+    def cell(impl, coll, n, b):
+        t = med.get((impl, coll, n, b))
+        if t is None:
+            return "—"
+        lat = b <= LATENCY_MAX_BYTES
+        text = fmt_time(t) if lat else fmt_bw(b, t)
+        runs = times[(impl, coll, n, b)]
+        if a.spread and len(runs) > 1:
+            lo, hi = min(runs), max(runs)
+            text += f" [{lo:.0f}–{hi:.0f}]" if lat else f" [{b / hi / 1e3:.2f}–{b / lo / 1e3:.2f}]"
+        return text
+
     print(f"Median over {reps} repetition(s) of each run's slowest-rank median time. Cells: latency at "
-          f"≤ {LATENCY_MAX_BYTES} B, algbw (size/time) above. Ratio = {a.baseline}/peer: algbw ratio "
+          f"≤ {LATENCY_MAX_BYTES} B, algbw (size/time) above{'; [min–max] over repetitions (µs or GB/s)' if a.spread else ''}. Ratio = {a.baseline}/peer: algbw ratio "
           f"(> 1: {a.baseline} faster); at ≤ {LATENCY_MAX_BYTES} B the latency ratio (< 1: {a.baseline} faster).\n")
     goals = []
     for coll in colls:
@@ -88,10 +101,10 @@ def main():
                 lat = b <= LATENCY_MAX_BYTES
                 base = med.get((a.baseline, coll, n, b))
                 cells = [str(n), fmt_size(b)]
-                cells.append("—" if base is None else (fmt_time(base) if lat else fmt_bw(b, base)))
+                cells.append(cell(a.baseline, coll, n, b))
                 for p in peers:
                     t = med.get((p, coll, n, b))
-                    cells.append("—" if t is None else (fmt_time(t) if lat else fmt_bw(b, t)))
+                    cells.append(cell(p, coll, n, b))
                     if t is None or base is None:
                         cells.append("—")
                     else:

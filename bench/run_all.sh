@@ -17,10 +17,10 @@ if [[ ! -x $build/bin/spmd-bench || ! -x $build/bin/spmdrun ]]; then
   exit 1
 fi
 
-echo "== spmd-bench, every collective, P=$nproc (8 B to 16 MiB, x16 steps)"
+echo "== spmd-bench, every collective, P=$nproc"
 timeout -k 10 600 "$build/bin/spmdrun" --nproc-per-node "$nproc" "$build/bin/spmd-bench" \
   -c all_reduce,broadcast,reduce,all_gather,reduce_scatter,all_to_all,gather,scatter,sendrecv,barrier \
-  -b 8 -e 16M -f 16 -n 10 -w 3 | tee "$results/spmd-bench.txt"
+  -s 8,1K,64K,1M,16M -n 10 -w 3 | tee "$results/spmd-bench.txt"
 status=${PIPESTATUS[0]}
 
 echo

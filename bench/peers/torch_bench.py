@@ -12,6 +12,7 @@ Like spmd-bench it verifies each size first, then reports the slowest rank's med
 """
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -76,8 +77,17 @@ def spawn(a, argv):
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(a.nproc),
                LOCAL_WORLD_SIZE=str(a.nproc), OMP_NUM_THREADS="1")
     rest = [x for i, x in enumerate(argv) if x != "--nproc" and (i == 0 or argv[i - 1] != "--nproc")]
-    procs = [subprocess.Popen([sys.executable, __file__] + rest,
-                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(a.nproc)]
+    procs = []
+
+    def stop(*_):  # SIGTERM (e.g. from `timeout`) or an error: take the ranks down too
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
+    procs += [subprocess.Popen([sys.executable, __file__] + rest,
+                               env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(a.nproc)]
     deadline, status = time.monotonic() + a.timeout, 0
     while any(p.poll() is None for p in procs):
         failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
