@@ -1,9 +1,11 @@
 // spmd::init(): the world group from the environment (env://), a master address (tcp://), a
 // shared file (file://) or a ready store. One world per process; destroy() ends it.
 #include <mutex>
+#include <optional>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "core/launcherless_store.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 #include "spmd/topology.hpp"
@@ -50,12 +52,11 @@ ProcessGroup& init(InitOptions options) {
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(*secs * 1000.0));
 
   const std::string method = options.init_method.empty() ? "env://" : options.init_method;
-  if (options.rank < 0 || options.world_size < 0) {
-    Topology topo = Topology::from_env();
-    if (options.rank < 0) options.rank = topo.rank;
-    if (options.world_size < 0) options.world_size = topo.world_size;
-  }
+  Topology topo = Topology::from_env();
+  if (options.rank < 0) options.rank = topo.rank;
+  if (options.world_size < 0) options.world_size = topo.world_size;
   std::shared_ptr<Store> store = options.store;
+  std::optional<std::string> launcherless_path;  // set when mpirun/srun ranks meet in a FileStore
   if (!store) {
     if (method == "env://") {
       auto addr = env::get("SPMD_STORE_ADDR");
@@ -70,11 +71,13 @@ ProcessGroup& init(InitOptions options) {
       } else {
         auto master = env::get("MASTER_ADDR");
         auto mport = env::get("MASTER_PORT");
-        if (!master || !mport) {
+        if ((!master || !mport) && (launcherless_path = launcherless_store_path(topo))) {
+          store = std::make_shared<FileStore>(*launcherless_path);
+        } else if (!master || !mport) {
           if (options.world_size != 1)
             raise(ErrorKind::InvalidArgument,
                   "spmd::init(env://): MASTER_ADDR and MASTER_PORT are not set (start the program with spmdrun, "
-                  "or set them, or pass init_method \"tcp://host:port\")");
+                  "or set them, or pass init_method \"tcp://host:port\"; jobs of mpirun/srun on one node need neither)");
           store = std::make_shared<HashStore>();  // a world of one needs nobody
         } else {
           auto port_num = env::parse_int("MASTER_PORT", *mport);
@@ -102,6 +105,7 @@ ProcessGroup& init(InitOptions options) {
   g.timeout = options.timeout;
   g.backend = options.backend;
   g_world = ProcessGroup::create(store, options.rank, options.world_size, g);
+  if (launcherless_path) release_launcherless_store(*store, *launcherless_path, options.world_size);
   SPMD_LOG(Info) << "initialised rank " << options.rank << " of " << options.world_size << " via " << method;
   return *g_world;
 }
