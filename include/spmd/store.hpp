@@ -170,6 +170,11 @@ struct TcpStoreOptions {
   bool is_server = false;  // host the server in this process (binds host:port) and connect to it
   std::chrono::milliseconds timeout = Store::kDefaultTimeout;  // for connecting and every call
   std::string token;  // empty = read SPMD_STORE_TOKEN, or none
+  // set() returns once the request is sent; its answer is read by the next call on this
+  // client (which raises Error(Store) if the server refused it) or at destruction. Requests
+  // are applied in order, so this client's later calls always see the value. false = every
+  // set() waits for the server's answer.
+  bool pipeline_set = true;
 };
 
 // TCP store client (optionally owning the server, as rank 0 does).

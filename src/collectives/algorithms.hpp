@@ -16,10 +16,12 @@ namespace spmd::algo {
 void allreduce_ring(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 void allreduce_recursive_doubling(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 void allreduce_halving_doubling(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
+void allreduce_direct(Transport& t, const OpContext& op, TensorView data, ReduceFn fn);
 
 // --- broadcast from group rank `root` ---
 void broadcast_binomial(Transport& t, const OpContext& op, TensorView data, int root);
 void broadcast_chain(Transport& t, const OpContext& op, TensorView data, int root);
+void broadcast_flat(Transport& t, const OpContext& op, TensorView data, int root);
 
 // --- reduce to group rank `root`; `data` is not modified on other ranks ---
 void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);

@@ -4,11 +4,16 @@
 #pragma GCC optimize("O3")  // the loops below are the hot path of every reduction
 #endif
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
 #include "spmd/error.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace spmd {
 
@@ -67,12 +72,29 @@ void kernel(void* dst, const void* a, const void* b, size_t n) {
 }
 
 // Half types: convert a block to float, combine, convert back (the block keeps the float
-// temporaries in L1 and lets the float loop vectorise).
-template <typename H, typename Op>
-void kernel_half(void* dst, const void* a, const void* b, size_t n) {
-  H* d = static_cast<H*>(dst);
-  const H* x = static_cast<const H*>(a);
-  const H* y = static_cast<const H*>(b);
+// temporaries in L1 and lets the float loop vectorise). The conversions are inline here (the
+// TensorView types convert out of line, one call per element).
+inline float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline uint16_t float_to_bf16(float f) {  // round to nearest even; NaN stays a quiet NaN
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t nan = static_cast<uint32_t>((x & 0x7fffffffu) > 0x7f800000u);
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>(nan ? ((x >> 16) | 0x40u) : rounded);
+}
+
+template <typename Op>
+void kernel_bf16(void* dst, const void* a, const void* b, size_t n) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const uint16_t* x = static_cast<const uint16_t*>(a);
+  const uint16_t* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) d[i] = float_to_bf16(Op::apply(bf16_to_float(x[i]), bf16_to_float(y[i])));
+}
+
+template <typename Op>
+void kernel_f16(void* dst, const void* a, const void* b, size_t n) {
+  half* d = static_cast<half*>(dst);
+  const half* x = static_cast<const half*>(a);
+  const half* y = static_cast<const half*>(b);
   constexpr size_t kBlock = 256;
   float fx[kBlock], fy[kBlock];
   for (size_t base = 0; base < n; base += kBlock) {
@@ -80,8 +102,37 @@ void kernel_half(void* dst, const void* a, const void* b, size_t n) {
     for (size_t i = 0; i < m; ++i) fx[i] = static_cast<float>(x[base + i]);
     for (size_t i = 0; i < m; ++i) fy[i] = static_cast<float>(y[base + i]);
     for (size_t i = 0; i < m; ++i) fx[i] = Op::apply(fx[i], fy[i]);
-    for (size_t i = 0; i < m; ++i) d[base + i] = H(fx[i]);
+    for (size_t i = 0; i < m; ++i) d[base + i] = half(fx[i]);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// With F16C, eight conversions per instruction (round to nearest even, like half(float)).
+template <typename Op>
+__attribute__((target("avx,f16c"))) void kernel_f16c(void* dst, const void* a, const void* b, size_t n) {
+  auto* d = static_cast<uint16_t*>(dst);
+  auto* x = static_cast<const uint16_t*>(a);
+  auto* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
+    alignas(32) float ax[8], ay[8];
+    _mm256_store_ps(ax, fx);
+    _mm256_store_ps(ay, fy);
+    for (int k = 0; k < 8; ++k) ax[k] = Op::apply(ax[k], ay[k]);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_load_ps(ax), _MM_FROUND_TO_NEAREST_INT));
+  }
+  if (i < n) kernel_f16<Op>(d + i, x + i, y + i, n - i);
+}
+#endif
+
+template <typename Op>
+ReduceFn pick_f16() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) return kernel_f16c<Op>;
+#endif
+  return kernel_f16<Op>;
 }
 
 template <typename Op>
@@ -89,8 +140,8 @@ ReduceFn pick(DType t) {
   switch (t) {
     case DType::F32: return kernel<float, Op>;
     case DType::F64: return kernel<double, Op>;
-    case DType::F16: return kernel_half<half, Op>;
-    case DType::BF16: return kernel_half<bfloat16, Op>;
+    case DType::F16: return pick_f16<Op>();
+    case DType::BF16: return kernel_bf16<Op>;
     case DType::I8: return kernel<int8_t, Op>;
     case DType::U8: return kernel<uint8_t, Op>;
     case DType::I32: return kernel<int32_t, Op>;

@@ -24,7 +24,8 @@ struct BroadcastChoice {
 };
 
 AllReduceChoice select_allreduce(size_t bytes, int group_size);
-BroadcastChoice select_broadcast(size_t bytes, int group_size);
+// `one_host`: every member shares this host (Transport::on_one_host).
+BroadcastChoice select_broadcast(size_t bytes, int group_size, bool one_host);
 
 // Replaces the SPMD_ALGO setting for this process (same syntax; "" = automatic choice).
 // For tests and tools that compare algorithms; call it while no collective runs.

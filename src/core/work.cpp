@@ -20,7 +20,10 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   } else {
     s.cv.wait(lock, [&] { return s.done; });
   }
-  if (s.error) std::rethrow_exception(s.error);
+  if (s.failed) {
+    if (!s.foreign_error) throw Error(s.error_kind, s.error_message);
+    std::rethrow_exception(s.foreign_error);
+  }
 }
 
 bool Work::is_completed() const {
@@ -32,7 +35,7 @@ bool Work::is_completed() const {
 std::exception_ptr Work::exception() const {
   State& s = require(state_);
   std::lock_guard<std::mutex> g(s.m);
-  return s.error;
+  return s.error();
 }
 
 int Work::source_rank() const {

@@ -6,7 +6,9 @@
 #include <mutex>
 #include <string>
 
+#include "spmd/error.hpp"
 #include "spmd/work.hpp"
+#include "transport/transport.hpp"  // message_of
 
 namespace spmd {
 
@@ -14,7 +16,13 @@ struct Work::State {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
-  std::exception_ptr error;
+  // An spmd::Error is kept as kind + message and thrown afresh by each wait(): the waiting
+  // thread never shares an exception object with the worker (whose reference counting the
+  // thread sanitizer cannot see). Other exceptions travel as they are.
+  bool failed = false;
+  ErrorKind error_kind = ErrorKind::System;
+  std::string error_message;
+  std::exception_ptr foreign_error;
   int source_rank = -1;
   std::string what;  // the call, for wait() timeouts
 
@@ -22,9 +30,25 @@ struct Work::State {
     {
       std::lock_guard<std::mutex> g(m);
       done = true;
-      error = std::move(e);
+      if (e) {
+        failed = true;
+        try {
+          std::rethrow_exception(e);
+        } catch (const Error& err) {
+          error_kind = err.kind();
+          error_message = message_of(err);
+        } catch (...) {
+          foreign_error = e;
+        }
+      }
     }
     cv.notify_all();
+  }
+  // Under m.
+  std::exception_ptr error() const {
+    if (!failed) return nullptr;
+    if (foreign_error) return foreign_error;
+    return std::make_exception_ptr(Error(error_kind, error_message));
   }
 };
 

@@ -33,7 +33,9 @@ Rendezvous:
   --rdzv-id ID              the job's id (TORCHELASTIC_RUN_ID; default "none"); nodes of one
                             c10d job must give the same id
   --rdzv-conf K=V,...       join_timeout=SECONDS (default 600), last_call_timeout=SECONDS
-                            (default 1: how long to wait for more nodes once MIN have joined)
+                            (default 1: how long to wait for more nodes once MIN have joined),
+                            peer_timeout=SECONDS (default 30: a node whose spmdrun sends no
+                            heartbeat for this long fails the job)
 
 Workers:
   --max-restarts K          restart the whole job (every node) up to K times after a failure

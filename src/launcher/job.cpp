@@ -53,11 +53,14 @@ int run_job(Options o) {
             std::to_string(attempt + 1) + " of " + std::to_string(o.max_restarts) + " restarts)\n");
         continue;
       }
-      if (verdict.local_root || !outcome.failures.empty())
-        say(format_failure_report(program_name(o), host, outcome, attempt + 1));
+      bool have_report = !outcome.failures.empty() || interrupted ||
+                         outcome.kind == AttemptOutcome::Kind::StartFailed;
+      if (have_report) say(format_failure_report(program_name(o), host, outcome, attempt + 1));
       if (!verdict.local_root) {
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
             " (its spmdrun printed the report); this node's workers were stopped\n");
+      } else if (!have_report) {
+        say("spmdrun: the job failed: " + verdict.remote_cause + "; this node's workers were stopped\n");
       }
       rdzv->finish();
       if (interrupted) return outcome.exit_code;

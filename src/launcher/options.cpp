@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <functional>
 
 #include "spmd/error.hpp"
@@ -169,6 +170,7 @@ void parse_rdzv_conf(Options& o, const std::string& conf) {
     std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     if (key == "join_timeout" || key == "timeout") o.join_timeout_s = to_seconds("join_timeout", val);
     else if (key == "last_call_timeout") o.last_call_timeout_s = to_seconds("last_call_timeout", val);
+    else if (key == "peer_timeout") o.peer_timeout_s = std::max(0.2, to_seconds("peer_timeout", val));
     // Other torch keys (read_timeout, is_host, ...) are accepted and ignored.
   }
 }

@@ -31,6 +31,7 @@ struct Options {
   std::string rdzv_id = "none";
   double join_timeout_s = 600;      // --rdzv-conf join_timeout=...
   double last_call_timeout_s = 1;   // --rdzv-conf last_call_timeout=...
+  double peer_timeout_s = 30;       // --rdzv-conf peer_timeout=... (multi-node heartbeats)
   // Workers.
   int max_restarts = 0;
   double monitor_interval_s = 5;

@@ -1,4 +1,5 @@
 #include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous_c10d.hpp"
 #include "launcher/rendezvous_local.hpp"
 #include "launcher/rendezvous_static.hpp"
 

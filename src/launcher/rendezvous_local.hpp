@@ -1,3 +1,4 @@
+// The single-node rendezvous (see rendezvous.hpp).
 #pragma once
 
 #include <memory>
@@ -14,14 +15,14 @@ class LocalRendezvous : public Rendezvous {
   Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
 
  private:
-  void start_store();  // rendezvous_local_store.cpp
+  void start_store();
 
   const Options& options_;
   std::string run_id_;
   std::string master_addr_;
   std::string store_addr_;
   int store_port_ = 0;
-  std::shared_ptr<void> store_;  // the launcher's store server, when built with one
+  std::unique_ptr<TcpStoreServer> store_;  // the launcher's store, for spmd::init()
 };
 
 }  // namespace spmd::launcher

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "common/log.hpp"
@@ -136,26 +137,67 @@ void StoreRendezvous::begin_attempt(int attempt, int node_rank, int nnodes) {
   {
     std::lock_guard<std::mutex> lock(watcher_error_mu_);
     watcher_error_.clear();
+    peer_lost_.clear();
   }
   // The watcher has its own connection: the main thread's client may be busy in a call.
   std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
   std::string over = key("over");
-  watcher_ = std::thread([this, client, over] {
-    while (!watcher_quit_) {
-      try {
-        client->wait({over}, std::chrono::seconds(5));
-        break;
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::Timeout) continue;
+  std::vector<std::string> beats;
+  for (int r = 0; r < nnodes; ++r) beats.push_back(key("beat" + std::to_string(r)));
+  watcher_ = std::thread([this, client, over, beats] { watch(*client, over, beats); });
+}
+
+// The watcher thread: waits for the attempt's verdict ("over") in slices; between slices it
+// publishes this node's heartbeat and checks everyone else's, so a node whose spmdrun died
+// (kill -9, a crashed machine) stops the job instead of leaving the others waiting.
+void StoreRendezvous::watch(Store& client, const std::string& over, const std::vector<std::string>& beats) {
+  using Clock = std::chrono::steady_clock;
+  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  auto slice = std::clamp(peer_timeout / 4, milliseconds(50), milliseconds(2000));
+  std::vector<std::string> last(beats.size());
+  std::vector<Clock::time_point> changed(beats.size(), Clock::now());
+  int64_t beat = 0;
+  while (!watcher_quit_) {
+    try {
+      client.set(beats[static_cast<size_t>(node_rank_)], std::to_string(++beat));
+      client.wait({over}, slice);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) {
         std::lock_guard<std::mutex> lock(watcher_error_mu_);
         watcher_error_ = plain_message(e);
         break;
       }
     }
-    uint64_t one = 1;
-    ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
-    (void)ignored;
-  });
+    try {
+      std::string lost;
+      for (size_t r = 0; r < beats.size(); ++r) {
+        if (static_cast<int>(r) == node_rank_) continue;
+        std::string now = client.check({beats[r]}) ? client.get_string(beats[r]) : "";
+        if (now != last[r]) {
+          last[r] = now;
+          changed[r] = Clock::now();
+        } else if (Clock::now() - changed[r] > peer_timeout) {
+          lost = "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
+                 std::to_string(peer_timeout.count() / 1000.0).substr(0, 4) +
+                 " s; was it killed, or its machine lost?)";
+          break;
+        }
+      }
+      if (!lost.empty()) {
+        std::lock_guard<std::mutex> lock(watcher_error_mu_);
+        peer_lost_ = lost;
+        break;
+      }
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(watcher_error_mu_);
+      watcher_error_ = plain_message(e);
+      break;
+    }
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
+  (void)ignored;
 }
 
 void StoreRendezvous::stop_watcher() {
@@ -186,7 +228,11 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
           }
         }
       }
-    } else if (local.kind != Kind::StoppedByPeer) {
+    } else if (local.kind == Kind::StoppedByPeer) {
+      std::lock_guard<std::mutex> lock(watcher_error_mu_);
+      if (!peer_lost_.empty())
+        store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
+    } else {
       std::string what = local.kind == Kind::Interrupted ? "stop" : "fail";
       store_->compare_set(over_key, {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
                                                    std::to_string(local.exit_code) + "|" + summary));
@@ -201,7 +247,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
   } catch (const Error& e) {
     v.ok = false;
     v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
-    v.local_root = local.kind != Kind::Succeeded && local.kind != Kind::StoppedByPeer;
+    v.local_root = true;  // nobody else can report it
     v.remote_cause = "lost the launcher store (" + plain_message(e) + ")";
     v.stop_job = true;
     return v;
@@ -223,7 +269,10 @@ void StoreRendezvous::finish() {
   std::vector<std::string> acks;
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
   try {
-    wait_keys(acks, Deadline(kAckTimeout), "not every node read the job's end");
+    // A node that died never acknowledges: wait no longer than its heartbeat timeout.
+    auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+    wait_keys(acks, Deadline(std::min(kAckTimeout, peer_timeout)),
+              "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
   } catch (const Interrupted&) {

@@ -9,6 +9,8 @@
 //            its agent, which stops the local workers.
 //   done   — count of nodes whose workers all succeeded.
 //   ack<r> — node r has read "over"; the hosting node keeps the store up until all have.
+//   beat<r> — node r's heartbeat counter, advanced by its watcher thread; a counter that
+//            stands still for --rdzv-conf peer_timeout seconds (default 30) fails the attempt.
 #pragma once
 
 #include <atomic>
@@ -62,13 +64,15 @@ class StoreRendezvous : public Rendezvous {
 
  private:
   void stop_watcher();
+  void watch(Store& client, const std::string& over, const std::vector<std::string>& beats);
   std::unique_ptr<TcpStore> connect(const Deadline& deadline);
 
   Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
   std::thread watcher_;
   std::atomic<bool> watcher_quit_{false};
   std::mutex watcher_error_mu_;
-  std::string watcher_error_;
+  std::string watcher_error_;  // the store was lost
+  std::string peer_lost_;      // another node stopped sending heartbeats
 };
 
 }  // namespace spmd::launcher

@@ -61,6 +61,16 @@ void set_nonblocking(int fd) {
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) raise_errno("fcntl(O_NONBLOCK)");
 }
 
+void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout) {
+  int flags = ::fcntl(fd, F_GETFL, 0);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) raise_errno("fcntl(~O_NONBLOCK)");
+  auto ms = std::max<long long>(1, timeout.count());
+  timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+    raise_errno("setsockopt(SO_RCVTIMEO/SO_SNDTIMEO)");
+}
+
 void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // best effort (not TCP = no-op)

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <string>
 
 #include "common/deadline.hpp"
@@ -25,6 +26,10 @@ uint16_t local_port(int fd);
 Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline);
 
 void set_nonblocking(int fd);
+// Blocking mode with per-operation timeouts (SO_RCVTIMEO/SO_SNDTIMEO): one syscall per
+// receive instead of poll + recv. send_all/recv_* stay correct: a timed-out operation reports
+// EAGAIN, after which they wait on the deadline with poll.
+void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout);
 void set_nodelay(int fd);
 
 enum class Io { Ok, Timeout, Closed };

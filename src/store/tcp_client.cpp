@@ -23,11 +23,11 @@ using wire::Status;
 namespace {
 
 constexpr auto kAnswerGrace = std::chrono::seconds(5);
-constexpr size_t kFirstRead = 64 * 1024;
-
-uint32_t load_u32(const uint8_t* p) {
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kMaxAnswer = UINT32_MAX;  // an answer is as large as the server makes it
+// Pipelined sets allowed in flight: their answers (17 bytes each) fit in socket buffers, so
+// the server never blocks on a client that has not read them yet.
+constexpr size_t kMaxUnacked = 512;
 
 std::string describe(const Request& r) {
   std::string s = wire::op_name(r.op);
@@ -45,7 +45,11 @@ struct TcpStore::Impl {
   wire::Limits limits;
   std::mutex mu;  // one request in flight on the connection
   Fd fd;
-  std::vector<uint8_t> out, in;
+  std::chrono::milliseconds io_timeout{0};  // the socket's current SO_RCVTIMEO/SO_SNDTIMEO
+  std::vector<uint8_t> out;
+  wire::FrameReader reader{kMaxAnswer};
+  size_t unacked = 0;         // pipelined sets whose answers are not read yet
+  std::string unacked_first;  // the oldest of them, for error messages
 
   explicit Impl(TcpStoreOptions o) : opts(std::move(o)) {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
@@ -73,7 +77,9 @@ struct TcpStore::Impl {
   std::string where() const { return net::endpoint(host, port); }
 
   void connect(const Deadline& deadline) {
+    drop_connection();
     fd = net::connect_tcp(host, port, deadline);
+    io_timeout = std::chrono::milliseconds(0);
     SPMD_LOG(Info) << "connected to the store server at " << where();
     if (opts.token.empty()) return;
     Request auth;
@@ -81,14 +87,14 @@ struct TcpStore::Impl {
     auth.keys = {opts.token};
     Response r = exchange(auth, deadline);
     if (r.status != Status::Ok) {
-      fd.reset();
+      drop_connection();
       raise(ErrorKind::Store, "the store server at " + where() + " refused this client: " +
                                   (r.values.empty() ? "no reason given" : to_string(r.values[0])));
     }
   }
 
   [[noreturn]] void lost(const Request& req, int err) {
-    fd.reset();  // the next call reconnects (the server may have been restarted)
+    drop_connection();  // the next call reconnects (the server may have been restarted)
     raise(ErrorKind::PeerLost,
           "lost the connection to the store server at " + where() + " during " + describe(req) +
               (err ? std::string(" (") + std::strerror(err) + ")" : std::string(" (closed)")) +
@@ -96,49 +102,111 @@ struct TcpStore::Impl {
               "closed this connection; check its log");
   }
 
-  [[noreturn]] void no_answer(const Request& req, const Deadline& started_with) {
-    (void)started_with;
-    fd.reset();  // an answer may still arrive later; never read it as the next call's answer
+  [[noreturn]] void no_answer(const Request& req) {
+    drop_connection();  // an answer may still arrive later; never read it as the next call's answer
     raise(ErrorKind::Timeout, "the store server at " + where() + " did not answer " +
                                   describe(req) + " in time; it may be overloaded or hung");
   }
 
-  // Sends one request and reads its answer. Connection-level failures raise.
-  Response exchange(const Request& req, const Deadline& deadline) {
+  // Keeps the socket's timeout close to (never far beyond) what is left of the deadline; it is
+  // updated only when it drifts, so a stream of calls costs no extra syscalls. A receive that
+  // times out early just falls back to poll on the real deadline.
+  void fit_io_timeout(const Deadline& deadline) {
+    auto left = std::max(deadline.remaining(), std::chrono::milliseconds(1));
+    if (io_timeout > left + left / 64 + std::chrono::milliseconds(1) || io_timeout < left / 2) {
+      net::set_blocking_with_timeout(fd.get(), left);
+      io_timeout = left;
+    }
+  }
+
+  void send_request(const Request& req, const Deadline& deadline) {
     out.clear();
     wire::encode_request(req, out);
     int err = 0;
     net::Io io = net::send_all(fd.get(), out.data(), out.size(), deadline, err);
     if (io == net::Io::Closed) lost(req, err);
-    if (io == net::Io::Timeout) no_answer(req, deadline);
-    // One request in flight, so the answer is all there is to read: ask for a lot at once.
-    if (in.size() < kFirstRead) in.resize(kFirstRead);
-    size_t have = 0;
-    while (have < wire::kHeaderBytes) {
-      size_t got = 0;
-      io = net::recv_some(fd.get(), in.data() + have, in.size() - have, got, deadline, err);
-      if (io == net::Io::Closed) lost(req, err);
-      if (io == net::Io::Timeout) no_answer(req, deadline);
-      have += got;
-    }
-    size_t len = load_u32(in.data());
-    size_t total = wire::kHeaderBytes + len;
-    if (have > total) protocol_error(req, "more bytes than one answer");
-    if (in.size() < total) in.resize(total);
-    if (have < total) {
-      io = net::recv_exact(fd.get(), in.data() + have, total - have, deadline, err);
-      if (io == net::Io::Closed) lost(req, err);
-      if (io == net::Io::Timeout) no_answer(req, deadline);
-    }
-    Response r;
+    if (io == net::Io::Timeout) no_answer(req);
+  }
+
+  Response read_response(const Request& req, const Deadline& deadline) {
+    const uint8_t* payload = nullptr;
+    size_t size = 0;
     std::string perr;
-    if (!wire::decode_response(in.data() + wire::kHeaderBytes, len, r, perr)) protocol_error(req, perr);
-    if (in.size() > (4u << 20)) in = std::vector<uint8_t>(kFirstRead);  // don't hold big answers
-    return r;
+    for (;;) {
+      auto res = reader.next(payload, size, perr);
+      if (res == wire::FrameReader::Result::Frame) {
+        Response r;
+        if (!wire::decode_response(payload, size, r, perr)) protocol_error(req, perr);
+        return r;
+      }
+      if (res == wire::FrameReader::Result::Error) protocol_error(req, perr);
+      size_t got = 0;
+      int err = 0;
+      net::Io io = net::recv_some(fd.get(), reader.prepare(kReadChunk), kReadChunk, got, deadline, err);
+      if (io == net::Io::Closed) lost(req, err);
+      if (io == net::Io::Timeout) no_answer(req);
+      reader.commit(got);
+    }
+  }
+
+  // Reads the answers of pipelined sets, oldest first (answers come in request order).
+  void settle(const Request& during, const Deadline& deadline) {
+    while (unacked > 0) {
+      Response r = read_response(during, deadline);
+      --unacked;
+      if (r.status != Status::Ok) {
+        std::string why = r.values.empty() ? "no reason given" : to_string(r.values[0]);
+        std::string first = unacked_first;
+        drop_connection();  // the server closes a connection after refusing a request
+        raise(ErrorKind::Store, "the store server at " + where() + " refused an earlier " + first +
+                                    " (or a set sent after it): " + why + "; " + describe(during) +
+                                    " was not applied either");
+      }
+    }
+  }
+
+  // Sends one request and reads its answer. Connection-level failures raise.
+  Response exchange(const Request& req, const Deadline& deadline) {
+    fit_io_timeout(deadline);
+    send_request(req, deadline);
+    settle(req, deadline);
+    return read_response(req, deadline);
+  }
+
+  // A pipelined set returns once sent; its answer is read by a later call (or when too many
+  // are outstanding, or at destruction), which raises if the server refused it.
+  void send_pipelined(const Request& req, std::chrono::milliseconds timeout) {
+    validate(req);
+    std::lock_guard<std::mutex> lock(mu);
+    Deadline deadline(timeout);
+    if (!fd) connect(deadline);
+    fit_io_timeout(deadline);
+    send_request(req, deadline);
+    if (unacked++ == 0) unacked_first = describe(req);
+    if (unacked >= kMaxUnacked) settle(req, deadline);
+  }
+
+  void drop_connection() {
+    fd.reset();
+    unacked = 0;
+    reader = wire::FrameReader(kMaxAnswer);
+  }
+
+  ~Impl() {
+    // Read the outstanding answers before closing: closing with unread data would reset the
+    // connection, and a refused set deserves at least a log line.
+    if (!fd || unacked == 0) return;
+    try {
+      std::lock_guard<std::mutex> lock(mu);
+      Request none;
+      settle(none, Deadline(std::min<std::chrono::milliseconds>(opts.timeout, kAnswerGrace)));
+    } catch (const std::exception& e) {
+      SPMD_LOG(Warn) << "closing the store client: " << e.what();
+    }
   }
 
   [[noreturn]] void protocol_error(const Request& req, const std::string& what) {
-    fd.reset();
+    drop_connection();
     raise(ErrorKind::Store, "unexpected answer from " + where() + " to " + describe(req) + ": " +
                                 what + "; is that port really a spmd store server?");
   }
@@ -175,6 +243,9 @@ struct TcpStore::Impl {
     validate(req);
     std::lock_guard<std::mutex> lock(mu);
     bool waits = req.op == Op::Get || req.op == Op::Wait || req.op == Op::MultiGet;
+    // Saturate: "wait forever" timeouts (milliseconds::max()) must not overflow here.
+    constexpr auto kForever = std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100));
+    timeout = std::min(timeout, kForever);
     Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
     if (!fd) connect(deadline);
     Response r = exchange(req, deadline);
@@ -189,7 +260,7 @@ struct TcpStore::Impl {
     }
     if (r.status == Status::Error) {
       std::string msg = r.values.empty() ? "no reason given" : to_string(r.values[0]);
-      fd.reset();  // the server closes a connection after refusing its request
+      drop_connection();  // the server closes a connection after refusing its request
       raise(ErrorKind::Store, "the store server at " + where() + " refused " + describe(req) +
                                   ": " + msg);
     }
@@ -216,7 +287,10 @@ TcpStore::~TcpStore() = default;
 uint16_t TcpStore::port() const { return impl_->port; }
 
 void TcpStore::set(const std::string& key, const Bytes& value) {
-  impl_->call(make(Op::Set, {key}, {value}), timeout_);
+  if (impl_->opts.pipeline_set)
+    impl_->send_pipelined(make(Op::Set, {key}, {value}), timeout_);
+  else
+    impl_->call(make(Op::Set, {key}, {value}), timeout_);
 }
 
 Bytes TcpStore::get(const std::string& key, Duration timeout) {

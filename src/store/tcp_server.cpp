@@ -82,8 +82,8 @@ struct TcpStoreServer::Impl {
     if (!epoll_fd) raise_errno("epoll_create1 for the store server");
     wake_fd = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake_fd) raise_errno("eventfd for the store server");
-    add_fd(listen_fd.get(), EPOLLIN, kListenTag);
-    add_fd(wake_fd.get(), EPOLLIN, kWakeTag);
+    if (!add_fd(listen_fd.get(), EPOLLIN, kListenTag) || !add_fd(wake_fd.get(), EPOLLIN, kWakeTag))
+      raise_errno("epoll_ctl for the store server");
     thread = std::thread([this] { run(); });
     SPMD_LOG(Info) << "store server listening on " << net::endpoint(opts.host, port)
                    << (opts.token.empty() ? "" : " (token required)");
@@ -96,14 +96,24 @@ struct TcpStoreServer::Impl {
     if (thread.joinable()) thread.join();
   }
 
-  void add_fd(int fd, uint32_t events, uint64_t tag) {
+  bool add_fd(int fd, uint32_t events, uint64_t tag) {
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = tag;
-    if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &ev) != 0) raise_errno("epoll_ctl(ADD)");
+    return ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &ev) == 0;
   }
 
   void run() {
+    try {
+      loop();
+    } catch (const std::exception& e) {
+      // Only the loop's own bookkeeping can get here (e.g. out of memory while expiring).
+      SPMD_LOG(Warn) << "store server at " << net::endpoint(opts.host, port)
+                     << " stopped after an error: " << e.what();
+    }
+  }
+
+  void loop() {
     std::vector<epoll_event> events(256);
     while (!stop.load()) {
       auto now = Clock::now();
@@ -120,7 +130,10 @@ struct TcpStoreServer::Impl {
       }
       if (accept_paused_until && Clock::now() >= *accept_paused_until) {
         accept_paused_until.reset();
-        add_fd(listen_fd.get(), EPOLLIN, kListenTag);
+        if (!add_fd(listen_fd.get(), EPOLLIN, kListenTag)) {
+          SPMD_LOG(Warn) << "store server: cannot watch the listening socket again: "
+                         << std::strerror(errno);
+        }
       }
       for (int i = 0; i < n; ++i) {
         uint64_t tag = events[i].data.u64;
@@ -129,7 +142,13 @@ struct TcpStoreServer::Impl {
           accept_all();
           continue;
         }
-        on_event(tag, events[i].events);
+        try {
+          on_event(tag, events[i].events);
+        } catch (const std::exception& e) {
+          // Whatever went wrong (out of memory, ...) costs this client, not the server.
+          SPMD_LOG(Warn) << "store server: dropping a client after an error: " << e.what();
+          close_conn(tag);
+        }
       }
       drain_resumes();
     }
@@ -169,7 +188,7 @@ struct TcpStoreServer::Impl {
       auto [it, _] = conns.try_emplace(id, Fd(fd), limits.max_frame_bytes());
       it->second.authed = opts.token.empty();
       it->second.events = EPOLLIN | EPOLLRDHUP;
-      add_fd(fd, it->second.events, id);
+      if (!add_fd(fd, it->second.events, id)) conns.erase(it);
     }
   }
 
@@ -217,7 +236,7 @@ struct TcpStoreServer::Impl {
     std::string err;
     while (!c.parked && !c.closing) {
       auto res = c.in.next(payload, size, err);
-      if (res == wire::FrameReader::Result::NeedMore) return true;
+      if (res == wire::FrameReader::Result::NeedMore) break;
       if (res == wire::FrameReader::Result::Error) return reject(id, c, "bad frame: " + err);
       wire::Request req;
       if (!wire::decode_request(payload, size, limits, req, err))
@@ -235,7 +254,9 @@ struct TcpStoreServer::Impl {
       handling = 0;
       if (!conns.count(id)) return false;
     }
-    return true;
+    // The answers to everything this read delivered go out in one send (pipelined sets).
+    flush(id, c);
+    return conns.count(id) > 0;
   }
 
   // A protocol violation: nothing more this connection sent is applied; it is told why (the
@@ -259,7 +280,8 @@ struct TcpStoreServer::Impl {
     Conn& c = it->second;
     wire::encode_response(r, c.out);
     c.parked = false;
-    if (id != handling) to_resume.push_back(id);
+    if (id == handling) return;  // serve_frames flushes once its batch is done
+    to_resume.push_back(id);
     flush(id, c);
   }
 

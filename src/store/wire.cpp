@@ -253,7 +253,11 @@ bool decode_response(const uint8_t* data, size_t size, Response& r, std::string&
 }
 
 uint8_t* FrameReader::prepare(size_t n) {
-  if (begin_ == end_) begin_ = end_ = 0;
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+    // Give back the memory of one huge frame once it has been served.
+    if (buf_.size() > (1u << 20) && n <= (1u << 20)) std::vector<uint8_t>().swap(buf_);
+  }
   if (buf_.size() - end_ < n) {
     // Slide the unread bytes to the front before growing: keeps the buffer near one frame.
     if (begin_ > 0) {

@@ -30,9 +30,12 @@ struct CallSignature {
 // "all_reduce(f32, 1024, Sum)", "broadcast(f32, 1024, root 0)", "barrier()".
 std::string describe(const CallSignature& s);
 
-enum class FrameKind : uint8_t { Data = 1, Abort = 2 };
+// Data: the payload follows. Abort: the payload is why the sender stopped. Remote: the
+// payload stays in the sender's memory at remote_address (same host), the receiver reads it
+// and answers with Ack (same seq) so the sender may reuse its buffer.
+enum class FrameKind : uint8_t { Data = 1, Abort = 2, Remote = 3, Ack = 4 };
 
-// 40 bytes on the wire, host byte order (all ranks of a job share one architecture).
+// 56 bytes on the wire, host byte order (all ranks of a job share one architecture).
 struct FrameHeader {
   static constexpr uint32_t kMagic = 0x444d5053;  // "SPMD"
   uint32_t magic = kMagic;
@@ -44,7 +47,10 @@ struct FrameHeader {
   int32_t root = -1;
   uint64_t seq = 0;       // the call's sequence number in its group
   uint64_t count = 0;
-  uint64_t payload = 0;   // bytes that follow this header
+  uint64_t payload = 0;   // bytes that follow this header (Remote: bytes to read)
+  uint64_t remote_address = 0;
+  int32_t remote_pid = 0;
+  uint32_t reserved = 0;
 
   CallSignature signature() const {
     return {collective, dtype, static_cast<ReduceOp>(op), root, count};
@@ -62,7 +68,7 @@ struct FrameHeader {
     return h;
   }
 };
-static_assert(sizeof(FrameHeader) == 40, "FrameHeader is a wire format");
+static_assert(sizeof(FrameHeader) == 56, "FrameHeader is a wire format");
 
 // FNV-1a, used to name groups in frame headers.
 uint32_t hash_name(const std::string& s);

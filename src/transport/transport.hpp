@@ -70,6 +70,9 @@ class Transport {
   // Waits until one of `peers` has a point-to-point frame with the given signature queued;
   // returns that peer (group rank). Frames of other calls stay queued.
   virtual int wait_any_sender(std::span<const int> peers, const OpContext& op) = 0;
+  // True when all members share this host (the same answer on every rank), so algorithms that
+  // suit shared memory bandwidth over network links may be chosen.
+  virtual bool on_one_host(const OpContext& op) = 0;
   // Tells the peers (where the stream allows) why this rank stops, then closes everything.
   // Later calls raise the same error.
   virtual void abort(ErrorKind kind, const std::string& message) noexcept = 0;

@@ -27,7 +27,8 @@ class NativeBackend final : public Backend {
   }
 
   void broadcast(const OpContext& op, TensorView data, int root) override {
-    auto choice = algo::select_broadcast(data.bytes(), tcp_.size());
+    bool one_host = data.bytes() > 0 && tcp_.size() > 2 && tcp_.on_one_host(op);
+    auto choice = algo::select_broadcast(data.bytes(), tcp_.size(), one_host);
     SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq << " via " << choice.name;
     choice.run(tcp_, op, data, root);
   }

@@ -8,6 +8,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "spmd/error.hpp"
+#include "transport/tcp/remote_read.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace spmd::tcp {
@@ -19,7 +20,9 @@ struct Hello {
   uint32_t magic = kMagic;
   uint32_t group = 0;
   int32_t rank = -1;
-  uint32_t reserved = 0;
+  int32_t pid = 0;  // the connecting process's RemoteIdentity
+  uint64_t token_address = 0;
+  uint64_t nonce = 0;
 };
 
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
@@ -54,9 +57,9 @@ ConnectionManager::ConnectionManager(std::shared_ptr<Store> store, std::string p
       listener_(choose_listen_address()),
       pairs_(globals_.size()) {
   if (env::get("SPMD_LOCAL_SOCKETS").value_or("1") != "0" && !local_host_id().empty()) local_ = Listener::local();
-  // "<tcp address>\n<host id>\n<local socket name>"
+  // "<tcp address>\n<host id>\n<local socket name>\n<remote identity>"
   std::string published = format_address(listener_.host(), listener_.port());
-  if (local_) published += "\n" + local_host_id() + "\n" + local_->name();
+  if (local_) published += "\n" + local_host_id() + "\n" + local_->name() + "\n" + to_text(self_identity());
   store_->set(prefix_ + "/addr/" + std::to_string(rank_), bytes_of(published));
   SPMD_LOG(Info) << "group " << prefix_ << ": rank " << rank_ << " listens on "
                  << format_address(listener_.host(), listener_.port());
@@ -91,14 +94,15 @@ void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
   store_->wait({key}, deadline.remaining());
   std::string published = string_of(store_->get(key));
   std::string addr = published.substr(0, published.find('\n'));
-  std::string host_id, local_name;
-  if (size_t nl = published.find('\n'); nl != std::string::npos) {
-    size_t nl2 = published.find('\n', nl + 1);
-    if (nl2 != std::string::npos) {
-      host_id = published.substr(nl + 1, nl2 - nl - 1);
-      local_name = published.substr(nl2 + 1);
-    }
+  std::vector<std::string> fields;
+  for (size_t start = 0;;) {
+    size_t nl = published.find('\n', start);
+    fields.push_back(published.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+    if (nl == std::string::npos) break;
+    start = nl + 1;
   }
+  std::string host_id = fields.size() > 3 ? fields[1] : "", local_name = fields.size() > 3 ? fields[2] : "";
+  RemoteIdentity peer_id = fields.size() > 3 ? identity_from_text(fields[3]) : RemoteIdentity{};
   bool v6 = !addr.empty() && addr.front() == '[';
   size_t colon = addr.rfind(':');
   if (colon == std::string::npos) raise(ErrorKind::Store, what + ": malformed address '" + addr + "' in the store");
@@ -109,10 +113,36 @@ void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
   Hello h;
   h.group = group_;
   h.rank = rank_;
+  if (local) {
+    h.pid = self_identity().pid;
+    h.token_address = self_identity().token_address;
+    h.nonce = self_identity().nonce;
+  }
   if (!io_exact(fd.get(), &h, sizeof h, true, deadline))
     raise(ErrorKind::PeerLost, what + ": the peer closed the connection during the hello");
-  pairs_[static_cast<size_t>(peer)] = std::make_unique<TcpPair>(std::move(fd), peer, global(peer));
+  auto pair = std::make_unique<TcpPair>(std::move(fd), peer, global(peer));
+  if (local && probe_remote(peer_id)) {
+    pair->remote_ok = true;
+    pair->remote_pid = peer_id.pid;
+  }
+  pairs_[static_cast<size_t>(peer)] = std::move(pair);
   SPMD_LOG(Trace) << "connected to rank " << global(peer) << (local ? " over a local socket" : " at " + addr);
+}
+
+bool ConnectionManager::all_on_one_host(const Deadline& deadline) {
+  if (one_host_) return *one_host_;
+  bool same = local_.has_value();
+  for (int r = 0; r < size() && same; ++r) {
+    if (r == rank_) continue;
+    std::string key = prefix_ + "/addr/" + std::to_string(r);
+    store_->wait({key}, deadline.remaining());
+    std::string published = string_of(store_->get(key));
+    size_t a = published.find('\n');
+    size_t b = a == std::string::npos ? a : published.find('\n', a + 1);
+    same = b != std::string::npos && published.substr(a + 1, b - a - 1) == local_host_id();
+  }
+  one_host_ = same;
+  return same;
 }
 
 std::vector<int> ConnectionManager::listener_fds() const {
@@ -123,9 +153,13 @@ std::vector<int> ConnectionManager::listener_fds() const {
 
 bool ConnectionManager::accept_one(const Deadline& deadline) {
   Fd fd;
+  bool local = false;
   for (;;) {
     fd = listener_.try_accept();
-    if (!fd && local_) fd = local_->try_accept();
+    if (!fd && local_) {
+      fd = local_->try_accept();
+      local = fd.valid();
+    }
     if (fd) break;
     pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {local_ ? local_->fd() : -1, POLLIN, 0}};
     int n = retry_eintr([&] { return ::poll(p, 2, deadline.poll_ms()); });
@@ -138,7 +172,13 @@ bool ConnectionManager::accept_one(const Deadline& deadline) {
     SPMD_LOG(Warn) << "group " << prefix_ << ": dropped a connection with a bad hello (not a peer of this group)";
     return true;
   }
-  pairs_[static_cast<size_t>(h.rank)] = std::make_unique<TcpPair>(std::move(fd), h.rank, global(h.rank));
+  auto pair = std::make_unique<TcpPair>(std::move(fd), h.rank, global(h.rank));
+  RemoteIdentity peer_id{h.pid, h.token_address, h.nonce};
+  if (local && probe_remote(peer_id)) {
+    pair->remote_ok = true;
+    pair->remote_pid = h.pid;
+  }
+  pairs_[static_cast<size_t>(h.rank)] = std::move(pair);
   SPMD_LOG(Trace) << "accepted rank " << global(h.rank);
   return true;
 }

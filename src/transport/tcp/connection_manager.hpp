@@ -39,6 +39,10 @@ class ConnectionManager {
   // reachable from every peer).
   void connect_higher(const Deadline& deadline);
   std::vector<int> listener_fds() const;
+  // True when every member published the same host id as ours (and local sockets are on):
+  // the group lives on one host. Reads every member's address once; the same answer on every
+  // rank, so algorithms may be chosen by it.
+  bool all_on_one_host(const Deadline& deadline);
   // Accepts one pending connection if the listener has one; never blocks for long.
   void accept_pending(const Deadline& deadline);
   void close_all();
@@ -54,6 +58,7 @@ class ConnectionManager {
   std::vector<int> globals_;
   Listener listener_;
   std::optional<Listener> local_;
+  std::optional<bool> one_host_;
   std::vector<std::unique_ptr<TcpPair>> pairs_;
 };
 

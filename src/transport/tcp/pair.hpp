@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "common/fd.hpp"
 #include "transport/message.hpp"
@@ -36,6 +37,17 @@ class TcpPair {
 
   // False while a frame we send is partly written (an abort frame then cannot be inserted).
   bool out_at_boundary = true;
+  // True while the payload of an inline frame is being read (its bytes are not headers).
+  bool in_payload = false;
+
+  // Remote reads (remote_read.hpp): whether we read this peer's memory, whether our Remote
+  // frame awaits the peer's ack, and control frames (acks) waiting for our stream to be
+  // between frames.
+  bool remote_ok = false;
+  int32_t remote_pid = 0;
+  bool awaiting_ack = false;
+  std::string control_out;
+  bool control_started = false;
   uint64_t p2p_sent = 0;
   uint64_t p2p_received = 0;
 

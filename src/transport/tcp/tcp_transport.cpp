@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "transport/tcp/remote_read.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace spmd::tcp {
@@ -15,12 +16,19 @@ struct TcpTransport::RecvState {
   TcpPair* pair = nullptr;
   char* scratch = nullptr;  // sink mode: chunk buffer
   size_t carry = 0;         // sink mode: bytes at the front of scratch not yet handed to the sink
+  // A Remote frame: where the payload is, and the ack we owe once it is read.
+  bool remote = false;
+  int32_t remote_pid = 0;
+  uint64_t remote_address = 0;
+  uint64_t seq = 0;
+  bool ack_owed = false;
 };
 
 TcpTransport::TcpTransport(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> globals)
     : conns_(std::move(store), prefix, hash_name(prefix), rank, std::move(globals)),
       prefix_(std::move(prefix)),
-      group_(hash_name(prefix_)) {}
+      group_(hash_name(prefix_)),
+      self_pid_(self_identity().pid) {}
 
 TcpTransport::~TcpTransport() = default;
 
@@ -39,15 +47,32 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   check_usable();
   std::vector<FrameHeader> headers(sends.size());
   std::vector<RecvState> states(recvs.size());
+  std::vector<TcpPair*> send_pairs(sends.size());
+  std::vector<TcpPair*> touched;  // every pair of this step: acks may be owed or awaited on any
+  auto touch = [&](TcpPair* p) {
+    if (std::find(touched.begin(), touched.end(), p) == touched.end()) touched.push_back(p);
+  };
   try {
     for (size_t i = 0; i < sends.size(); ++i) {
       TcpPair& p = conns_.get(sends[i].peer, op.deadline);
+      send_pairs[i] = &p;
+      touch(&p);
       uint64_t seq = op.p2p ? p.p2p_sent++ : op.seq;
       headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
+      // Large, ungated messages to a peer on this host: it reads them from our memory. Not
+      // for point-to-point: a remote send completes only once read, and a blocking send must
+      // not wait for the peer's matching receive (send-then-receive on both sides would
+      // deadlock); batches run their receives in the same step, so they are safe either way.
+      if (p.remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes && !op.p2p) {
+        headers[i].kind = FrameKind::Remote;
+        headers[i].remote_address = reinterpret_cast<uint64_t>(sends[i].data);
+        headers[i].remote_pid = self_pid_;
+      }
     }
     size_t sinks = 0;
     for (size_t i = 0; i < recvs.size(); ++i) {
       states[i].pair = &conns_.get(recvs[i].peer, op.deadline);
+      touch(states[i].pair);
       if (recvs[i].sink) {
         if (scratch_.size() <= sinks) scratch_.emplace_back(kChunkBytes);
         states[i].scratch = scratch_[sinks++].data();
@@ -57,21 +82,32 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     rethrow_in_context(e, op);
   }
 
+  auto recv_done = [&](size_t i) {
+    return recvs[i].header_done && recvs[i].received == recvs[i].bytes && states[i].carry == 0 && !states[i].ack_owed;
+  };
+  auto send_done = [&](size_t i) {
+    return sends[i].header_sent == sizeof(FrameHeader) && sends[i].sent == sends[i].bytes;
+  };
   std::vector<pollfd> fds;
   for (;;) {
     bool progress = false, pending = false;
     try {
       for (size_t i = 0; i < recvs.size(); ++i) {
-        RecvPart& r = recvs[i];
-        if (r.header_done && r.received == r.bytes && states[i].carry == 0) continue;
-        progress |= progress_recv(r, states[i], op);
-        if (!(r.header_done && r.received == r.bytes && states[i].carry == 0)) pending = true;
+        if (recv_done(i)) continue;
+        progress |= progress_recv(recvs[i], states[i], op);
+        if (!recv_done(i)) pending = true;
       }
       for (size_t i = 0; i < sends.size(); ++i) {
-        SendPart& s = sends[i];
-        if (s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes) continue;
-        progress |= progress_send(s, headers[i], op);
-        if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes)) pending = true;
+        if (send_done(i)) continue;
+        progress |= progress_send(sends[i], headers[i], *send_pairs[i]);
+        if (!send_done(i)) pending = true;
+      }
+      for (TcpPair* p : touched) {
+        if (!p->control_out.empty()) {
+          progress |= flush_control(*p);
+          if (!p->control_out.empty()) pending = true;
+        }
+        if (p->awaiting_ack && !p->in_payload) progress |= pull_control(*p, op);
       }
     } catch (const Error& e) {
       rethrow_in_context(e, op);
@@ -90,11 +126,16 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     };
     for (size_t i = 0; i < recvs.size(); ++i)
       if (!(recvs[i].header_done && recvs[i].received == recvs[i].bytes)) watch(states[i].pair->fd(), POLLIN);
-    for (auto& s : sends) {
-      if (s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes) continue;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      const SendPart& s = sends[i];
+      if (send_done(i)) continue;
       size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
-      if (s.header_sent < sizeof(FrameHeader) || s.sent < avail)
-        watch(conns_.find(s.peer)->fd(), POLLOUT);
+      if (s.header_sent < sizeof(FrameHeader) || (headers[i].kind == FrameKind::Data && s.sent < avail))
+        watch(send_pairs[i]->fd(), POLLOUT);
+    }
+    for (TcpPair* p : touched) {
+      if (!p->control_out.empty()) watch(p->fd(), POLLOUT);
+      if (p->awaiting_ack) watch(p->fd(), POLLIN);
     }
     if (fds.empty()) continue;  // only gated sends whose data just arrived
     int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
@@ -109,9 +150,50 @@ void TcpTransport::rethrow_in_context(const Error& e, const OpContext& op) const
   raise(e.kind(), who() + " in " + call(op) + ": " + text);
 }
 
-bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) {
-  TcpPair& pair = *conns_.find(s.peer);
-  size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
+bool TcpTransport::flush_control(TcpPair& p) {
+  bool moved = false;
+  while (!p.control_out.empty()) {
+    if (!p.control_started && !p.out_at_boundary) return moved;  // a data frame is half written
+    iovec v{p.control_out.data(), p.control_out.size()};
+    size_t w = p.write_some(&v, 1);
+    if (w == 0) return moved;
+    moved = true;
+    p.control_started = true;
+    p.out_at_boundary = false;
+    p.control_out.erase(0, w);
+  }
+  if (p.control_started) {
+    p.control_started = false;
+    p.out_at_boundary = true;
+  }
+  return moved;
+}
+
+bool TcpTransport::pull_control(TcpPair& p, const OpContext& op) {
+  bool moved = false;
+  while (p.awaiting_ack) {
+    if (!p.in_header_ready()) {
+      size_t before = p.in_header_got;
+      bool ready = p.pull_header();
+      moved |= p.in_header_got != before;
+      if (!ready) return moved;
+    }
+    if (p.in_header.kind == FrameKind::Abort) raise_abort_frame(p, nullptr, 0, op);
+    if (p.in_header.kind != FrameKind::Ack) return moved;  // a data frame: its receive takes it
+    p.awaiting_ack = false;
+    p.in_header_got = 0;
+    moved = true;
+  }
+  return moved;
+}
+
+bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, TcpPair& pair) {
+  if (s.header_sent == 0 && (!pair.control_out.empty() || !pair.out_at_boundary)) {
+    flush_control(pair);  // our acks go first; a new frame starts only between frames
+    if (!pair.control_out.empty() || !pair.out_at_boundary) return false;
+  }
+  const bool remote = h.kind == FrameKind::Remote;
+  size_t avail = remote ? 0 : s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
   const char* data = static_cast<const char*>(s.data);
   bool moved = false;
   for (;;) {
@@ -128,6 +210,18 @@ bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext&) 
     size_t h_part = std::min(w, hdr_left);
     s.header_sent += h_part;
     s.sent += w - h_part;
+    if (remote && s.header_sent == sizeof(FrameHeader)) {
+      pair.out_at_boundary = true;  // the frame is just the header
+      pair.awaiting_ack = true;
+    }
+  }
+  if (remote) {
+    // Complete once the peer has read our buffer and said so.
+    if (s.header_sent == sizeof(FrameHeader) && !pair.awaiting_ack && s.sent != s.bytes) {
+      s.sent = s.bytes;
+      moved = true;
+    }
+    return moved;
   }
   if (s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes) pair.out_at_boundary = true;
   return moved;
@@ -138,24 +232,55 @@ bool TcpTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
   bool moved = false;
   char* land = r.sink ? st.scratch : static_cast<char*>(r.data);
   size_t land_cap = r.sink ? kChunkBytes : r.bytes;
+  // Reading the payload in the same call as the header saves a system call for small
+  // messages; not when the next frame may be a bare header (Remote, or an Ack we await).
+  bool header_only = pair.awaiting_ack || (pair.remote_ok && r.bytes >= kRemoteMinBytes);
   while (!r.header_done) {
     if (pair.in_header_ready()) {
-      accept_header(r, st, pair, op, land, 0);
       moved = true;
+      if (pair.in_header.kind == FrameKind::Ack && pair.awaiting_ack) {
+        pair.awaiting_ack = false;
+        pair.in_header_got = 0;
+        continue;
+      }
+      accept_header(r, st, pair, op, land, 0);
       break;
     }
-    // Read the header and, in the same call, whatever payload follows it.
     size_t hdr_left = sizeof(FrameHeader) - pair.in_header_got;
     iovec iov[2] = {{reinterpret_cast<char*>(&pair.in_header) + pair.in_header_got, hdr_left},
                     {land, std::min(land_cap, r.bytes)}};
-    size_t got = pair.read_some(iov, iov[1].iov_len ? 2 : 1);
+    size_t got = pair.read_some(iov, (header_only || iov[1].iov_len == 0) ? 1 : 2);
     if (got == 0) return moved;
     moved = true;
     size_t h_part = std::min(got, hdr_left);
     pair.in_header_got += h_part;
-    if (pair.in_header_ready()) accept_header(r, st, pair, op, land, got - h_part);
+    if (pair.in_header_ready() && got > h_part) {
+      accept_header(r, st, pair, op, land, got - h_part);
+      break;
+    }
   }
-  // Payload.
+  if (st.remote) {
+    // One chunk per call, so the other parts of the step keep moving meanwhile.
+    if (r.received < r.bytes) {
+      size_t n = std::min(r.bytes - r.received, r.sink ? kChunkBytes : kRemoteChunkBytes);
+      void* dst = r.sink ? static_cast<void*>(st.scratch) : static_cast<char*>(r.data) + r.received;
+      read_remote(st.remote_pid, st.remote_address + r.received, dst, n, pair.peer_global());
+      if (r.sink) r.sink(r.received, st.scratch, n);
+      r.received += n;
+      if (r.received == r.bytes) st.ack_owed = true;
+      moved = true;
+    }
+    if (st.ack_owed) {
+      FrameHeader ack;
+      ack.kind = FrameKind::Ack;
+      ack.group = group_;
+      ack.seq = st.seq;
+      pair.control_out.append(reinterpret_cast<const char*>(&ack), sizeof ack);
+      flush_control(pair);
+      st.ack_owed = false;
+    }
+    return moved;
+  }
   for (;;) {
     if (r.sink) {
       if (st.carry >= r.align || (st.carry > 0 && r.received == r.bytes)) {
@@ -181,6 +306,7 @@ bool TcpTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
       moved = true;
     }
   }
+  if (r.received == r.bytes) pair.in_payload = false;
   return moved;
 }
 
@@ -220,113 +346,20 @@ void TcpTransport::accept_header(RecvPart& r, RecvState& st, TcpPair& pair, cons
   pair.in_header_got = 0;
   if (op.p2p) ++pair.p2p_received;
   r.header_done = true;
+  if (h.kind == FrameKind::Remote) {
+    if (extra != 0 || !pair.remote_ok)
+      raise(ErrorKind::Mismatch, who() + " in " + call(op) + ": rank " + std::to_string(peer) +
+                                     " sent a remote-read frame this rank cannot serve (SPMD_CMA differs between ranks?)");
+    st.remote = true;
+    st.remote_pid = h.remote_pid;
+    st.remote_address = h.remote_address;
+    st.seq = h.seq;
+    r.received = 0;
+    return;
+  }
   r.received = extra;
   if (r.sink) st.carry = extra;
-}
-
-void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op) {
-  const FrameHeader& h = pair.in_header;
-  size_t len = std::min<uint64_t>(h.payload, 64 << 10);
-  std::string text(landed, std::min(extra, len));
-  Deadline d(std::chrono::seconds(2));
-  try {
-    while (text.size() < len && wait_fd(pair.fd(), POLLIN, d)) {
-      std::string buf(len - text.size(), '\0');
-      iovec v{buf.data(), buf.size()};
-      size_t got = pair.read_some(&v, 1);
-      text.append(buf.data(), got);
-    }
-  } catch (const Error&) {
-    // The peer closed right after its abort frame: what we have is the message.
-  }
-  auto kind = static_cast<ErrorKind>(h.op);
-  if (kind < ErrorKind::Timeout || kind > ErrorKind::System) kind = ErrorKind::PeerLost;
-  raise(kind, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
-                  " stopped the group: " + message_of(std::runtime_error(text)));
-}
-
-void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
-  std::string waiting;
-  for (auto& r : recvs)
-    if (!(r.header_done && r.received == r.bytes))
-      waiting += (waiting.empty() ? "" : ", ") + std::string("receiving from rank ") +
-                 std::to_string(conns_.global(r.peer)) + " (" +
-                 (r.header_done ? std::to_string(r.received) + " of " + std::to_string(r.bytes) + " bytes"
-                                : std::string("nothing yet")) +
-                 ")";
-  for (auto& s : sends)
-    if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes))
-      waiting += (waiting.empty() ? "" : ", ") + std::string("sending to rank ") +
-                 std::to_string(conns_.global(s.peer)) + " (" + std::to_string(s.sent) + " of " +
-                 std::to_string(s.bytes) + " bytes)";
-  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + seconds_text(op.timeout) + " s, still " +
-                                waiting +
-                                "; that peer is stalled or did not make this call (SPMD_TIMEOUT sets the limit "
-                                "in seconds)");
-}
-
-int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {
-  check_usable();
-  std::vector<pollfd> fds;
-  try {
-    conns_.connect_higher(op.deadline);
-    for (;;) {
-      conns_.accept_pending(op.deadline);
-      fds.clear();
-      for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
-      for (int p : peers) {
-        TcpPair* pair = conns_.find(p);
-        if (!pair) continue;
-        if (pair->pull_header()) {
-          const FrameHeader& h = pair->in_header;
-          if (h.kind == FrameKind::Abort) raise_abort_frame(*pair, nullptr, 0, op);
-          if (h.signature() == op.sig) return p;
-          continue;  // a frame of another call: leave it queued
-        }
-        fds.push_back({pair->fd(), POLLIN, 0});
-      }
-      int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
-      if (n < 0) raise_errno("poll");
-      if (n == 0 && op.deadline.expired())
-        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out: no rank sent a matching message");
-    }
-  } catch (const Error& e) {
-    rethrow_in_context(e, op);
-  }
-}
-
-void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
-  if (broken_) return;
-  broken_.emplace(kind, message);
-  try {
-    Deadline d(std::chrono::milliseconds(200));
-    for (int p = 0; p < conns_.size(); ++p) {
-      TcpPair* pair = conns_.find(p);
-      if (!pair || !pair->open() || !pair->out_at_boundary) continue;
-      FrameHeader h;
-      h.kind = FrameKind::Abort;
-      h.op = static_cast<uint8_t>(kind);
-      h.group = group_;
-      h.payload = message.size();
-      iovec iov[2] = {{&h, sizeof h}, {const_cast<char*>(message.data()), message.size()}};
-      size_t total = sizeof h + message.size(), done = 0;
-      while (done < total) {  // small: fits the socket buffer unless the peer stopped reading
-        size_t w = 0;
-        if (done < sizeof h) {
-          iovec part[2] = {{reinterpret_cast<char*>(&h) + done, sizeof h - done}, iov[1]};
-          w = pair->write_some(part, 2);
-        } else {
-          iovec part{const_cast<char*>(message.data()) + (done - sizeof h), total - done};
-          w = pair->write_some(&part, 1);
-        }
-        done += w;
-        if (w == 0 && !wait_fd(pair->fd(), POLLOUT, d)) break;
-      }
-    }
-  } catch (...) {
-    // Best effort: peers we cannot tell see the connection close instead.
-  }
-  conns_.close_all();
+  pair.in_payload = r.received < r.bytes;
 }
 
 }  // namespace spmd::tcp

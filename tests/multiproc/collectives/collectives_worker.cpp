@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -86,10 +87,14 @@ int die_mid_op(spmd::ProcessGroup& w) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "check";
   try {
-    spmd::ProcessGroup& w = spmd::init();
+    spmd::InitOptions init;
+    if (const char* method = std::getenv("SPMD_TEST_INIT_METHOD")) init.init_method = method;  // tcp://, file://
+    spmd::ProcessGroup& w = spmd::init(init);
+    if (!spmd::is_initialized() || &spmd::world() != &w) return fail("world() after init()");
     int rank = w.rank();
     int rc = mode == "die-mid-op" ? die_mid_op(w) : check(w);
     spmd::destroy();
+    if (spmd::is_initialized()) return fail("still initialised after destroy()");
     if (rc == 0 && mode == "check") std::printf("rank %d ok\n", rank);
     return rc;
   } catch (const std::exception& e) {

@@ -91,6 +91,32 @@ TEST(MultiProcess, RepresentativeCollectives) {
   }
 }
 
+TEST(MultiProcess, InitMethodsTcpAndFile) {
+  const int world = 3;
+  char dir_template[] = "/tmp/spmd-init-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  std::string file = std::string(dir_template) + "/store";
+  int port = free_port();
+  for (const std::string& method : {"tcp://127.0.0.1:" + std::to_string(port), "file://" + file}) {
+    std::vector<Child> ranks;
+    for (int r = 0; r < world; ++r)
+      ranks.emplace_back(std::vector<std::string>{SPMD_WORKER, "check"},
+                         std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=3", "SPMD_TIMEOUT=60",
+                                                  "SPMD_TEST_INIT_METHOD=" + method});
+    for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(60)), 0) << method;
+  }
+  ::unlink(file.c_str());
+  ::rmdir(dir_template);
+}
+
+#ifdef SPMD_SPMDRUN
+TEST(MultiProcess, UnderSpmdrun) {
+  // The launcher's contract: its TcpStore (SPMD_STORE_ADDR/PORT) and a per-run prefix.
+  Child run({SPMD_SPMDRUN, "--nproc-per-node", "3", SPMD_WORKER, "check"}, {"SPMD_TIMEOUT=60"});
+  EXPECT_EQ(run.wait(std::chrono::seconds(90)), 0);
+}
+#endif
+
 TEST(MultiProcess, KilledRankGivesPeerLostPromptly) {
   const int world = 3;
   int port = free_port();

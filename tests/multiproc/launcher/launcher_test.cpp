@@ -132,6 +132,24 @@ TEST(Launcher, C10dRendezvousTwoNodes) {
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
 }
 
+TEST(Launcher, ANodeWhoseLauncherDiesStopsTheJob) {
+  std::string port = std::to_string(free_port());
+  auto args = [&](int node) {
+    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
+                                    port, "--rdzv-conf", "peer_timeout=1", print_env_path(), "--sleep-ms", "30000"};
+  };
+  Launch node0(args(0));
+  Launch node1(args(1));
+  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  node1.signal(SIGKILL);  // no goodbye: only the missing heartbeat tells node 0
+  Result r0 = node0.finish(), r1 = node1.finish();
+  EXPECT_EQ(r0.code, 1) << r0.err;
+  EXPECT_NE(r0.err.find("node 1's spmdrun stopped answering"), std::string::npos) << r0.err;
+  expect_all_gone(r0.out);
+  for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+}
+
 TEST(Launcher, C10dTimeoutSaysWhoArrived) {
   Result r = run({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
                   "127.0.0.1:" + std::to_string(free_port()), "--rdzv-conf", "join_timeout=0.5",

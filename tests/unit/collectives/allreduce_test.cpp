@@ -46,7 +46,7 @@ TEST_P(AllReduceAlgo, LargeRaggedSizes) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AllReduceAlgo,
                          ::testing::Values("", "all_reduce=ring", "all_reduce=recursive_doubling",
-                                           "all_reduce=halving_doubling"),
+                                           "all_reduce=halving_doubling", "all_reduce=direct"),
                          [](const auto& info) {
                            return info.param.empty() ? std::string("automatic") : info.param.substr(11);
                          });
@@ -74,7 +74,8 @@ TEST(AllReduce, BitwiseOnFloatIsInvalidArgument) {
 TEST(AllReduce, ResultsAreBitwiseIdenticalOnEveryRank) {
   // Inexact float sums: every rank must still hold the same bits (one rank computes each
   // element's final value, or the combination is commutative).
-  for (const char* spec : {"all_reduce=ring", "all_reduce=recursive_doubling", "all_reduce=halving_doubling"}) {
+  for (const char* spec : {"all_reduce=ring", "all_reduce=recursive_doubling", "all_reduce=halving_doubling",
+                           "all_reduce=direct"}) {
     AlgoGuard guard(spec);
     const int world = 5;
     std::vector<std::vector<float>> results(world);

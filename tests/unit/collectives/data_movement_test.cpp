@@ -17,7 +17,7 @@ void fill(Buffer& b, int rank) {
 }
 
 TEST(Broadcast, EveryRootDTypeSizeAndWorld) {
-  for (const char* spec : {"", "broadcast=binomial", "broadcast=chain"}) {
+  for (const char* spec : {"", "broadcast=binomial", "broadcast=chain", "broadcast=flat"}) {
     algo::set_algorithm_override(spec);
     for (int world = 1; world <= 8; ++world)
       run_ranks(world, [&](ProcessGroup& g) {

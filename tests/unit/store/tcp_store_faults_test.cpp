@@ -114,6 +114,7 @@ TEST(TcpStoreFaults, TokenRefusesStrangersAndAppliesNothingOfTheirs) {
   store_test::expect_error(ErrorKind::Store, "requires a token", [&] {
     TcpStore stranger(client_of(server.port()));
     stranger.set("x", std::string("1"));
+    stranger.check({"x"});  // a pipelined set's answer is read here
   });
   store_test::expect_error(ErrorKind::Store, "wrong store token",
                            [&] { TcpStore liar(client_of(server.port(), 10s, "guess")); });
@@ -162,11 +163,17 @@ TEST(TcpStoreFaults, LostServerIsReportedAndARestartedOneIsReconnected) {
   // Whether the get is parked on the server or still on its way, losing the server is PeerLost.
   server.reset();
   t.join();
-  store_test::expect_error(ErrorKind::PeerLost, "127.0.0.1:" + std::to_string(port),
-                           [&] { client.set("k2", std::string("v")); });
+  store_test::expect_error(ErrorKind::PeerLost, "127.0.0.1:" + std::to_string(port), [&] {
+    client.set("k2", std::string("v"));  // pipelined: may only be noticed by the next call
+    client.num_keys();
+  });
   TcpStoreServerOptions so;
   so.port = port;  // the same port: SO_REUSEADDR allows it at once
-  server = std::make_unique<TcpStoreServer>(so);
+  try {
+    server = std::make_unique<TcpStoreServer>(so);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "port " << port << " was taken by another process meanwhile: " << e.what();
+  }
   client.set("k3", std::string("v"));  // reconnects
   EXPECT_EQ(client.num_keys(), 1);
 }
@@ -175,16 +182,27 @@ TEST(TcpStoreFaults, ClientWaitsForAServerThatStartsLater) {
   uint16_t port;
   { port = TcpStoreServer().port(); }  // a port that was free a moment ago
   std::unique_ptr<TcpStoreServer> server;
+  std::string bind_error;
   std::thread starter([&] {
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(200ms);  // the client is retrying by now
     TcpStoreServerOptions so;
     so.port = port;
-    server = std::make_unique<TcpStoreServer>(so);
+    try {
+      server = std::make_unique<TcpStoreServer>(so);
+    } catch (const Error& e) {
+      bind_error = e.what();  // another process took the port meanwhile
+    }
   });
-  TcpStore client(client_of(port, 20s));
-  starter.join();
-  client.set("k", std::string("v"));
-  EXPECT_EQ(client.get_string("k"), "v");
+  try {
+    TcpStore client(client_of(port, 5s));
+    starter.join();
+    client.set("k", std::string("v"));
+    EXPECT_EQ(client.get_string("k"), "v");
+  } catch (const Error&) {
+    if (starter.joinable()) starter.join();
+    if (bind_error.empty()) throw;
+    GTEST_SKIP() << "port " << port << " was taken by another process meanwhile: " << bind_error;
+  }
 }
 
 TEST(TcpStoreFaults, NoServerTimesOutNamingTheAddress) {

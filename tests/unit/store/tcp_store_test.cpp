@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -36,6 +39,16 @@ TEST(TcpStore, BlockingGetIsAnsweredWhenTheKeyArrives) {
   TcpStoreServer server;
   TcpStore reader(client_of(server)), writer(client_of(server));
   store_test::check_blocking_get_is_answered(reader, writer);
+}
+
+TEST(TcpStore, HugeTimeoutsDoNotOverflow) {
+  TcpStoreServer server;
+  TcpStore s(client_of(server));
+  s.set("k", std::string("v"));
+  s.wait({"k"}, std::chrono::milliseconds::max());
+  EXPECT_EQ(to_string(s.get("k", std::chrono::milliseconds::max())), "v");
+  store_test::expect_error(ErrorKind::Timeout, "'nope'",
+                           [&] { s.wait({"nope"}, std::chrono::milliseconds(-5)); });
 }
 
 TEST(TcpStore, IsServerHostsAndServes) {
@@ -89,9 +102,79 @@ TEST(TcpStore, ServerLimitBelowTheClientsIsReportedAndTheClientRecovers) {
   so.max_value_bytes = 1024;
   TcpStoreServer server(so);
   TcpStore s(client_of(server));
-  store_test::expect_error(ErrorKind::Store, "exceeds the limit of 1024",
-                           [&] { s.set("v", Bytes(2000)); });
+  // A pipelined set's refusal surfaces at the next call, naming the set.
+  s.set("v", Bytes(2000));
+  store_test::expect_error(ErrorKind::Store, "set('v')", [&] { s.check({"x"}); });
   s.set("v", Bytes(10));  // reconnects
   EXPECT_EQ(s.get("v").size(), 10u);
   EXPECT_FALSE(s.check({"x"}));
+  // With pipelining off, set itself reports it.
+  TcpStoreOptions o = client_of(server);
+  o.pipeline_set = false;
+  TcpStore acked(o);
+  store_test::expect_error(ErrorKind::Store, "exceeds the limit of 1024",
+                           [&] { acked.set("w", Bytes(2000)); });
+  acked.set("w", Bytes(1));
+  EXPECT_EQ(acked.get("w").size(), 1u);
+}
+
+TEST(TcpStore, PipelinedSetsAreAppliedInOrderAndBeforeDestruction) {
+  TcpStoreServer server;
+  TcpStore reader(client_of(server));
+  {
+    TcpStore writer(client_of(server));
+    for (int i = 0; i < 2000; ++i) writer.set("k" + std::to_string(i), std::to_string(i));
+    writer.set("last", std::string("1"));
+  }  // the destructor reads the outstanding answers before closing
+  EXPECT_EQ(reader.get_string("last"), "1");
+  EXPECT_EQ(reader.get_string("k1999"), "1999");
+  EXPECT_EQ(reader.num_keys(), 2001);
+}
+
+// Real client processes. They are forked before the server thread exists (forking a threaded
+// process is fragile, under TSan especially) and learn the port through a pipe.
+TEST(TcpStore, ClientProcessesAddConcurrentlyAndMeetInABarrier) {
+  constexpr int kProcs = 4, kAdds = 100;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kProcs; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[1]);
+      uint16_t port = 0;
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 20000) != 1 || ::read(fds[0], &port, sizeof port) != sizeof port) ::_exit(2);
+      try {
+        TcpStoreOptions o;
+        o.port = port;
+        o.timeout = 20s;
+        TcpStore s(o);
+        for (int j = 0; j < kAdds; ++j) s.add("counter", 1);
+        s.set("proc/" + std::to_string(i), std::to_string(::getpid()));
+        if (s.add("arrived", 1) == kProcs) s.set("all-in", std::string("1"));
+        s.wait({"all-in"});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", i, e.what());
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    pids.push_back(pid);
+  }
+  ::close(fds[0]);
+  TcpStoreServer server;
+  uint16_t port = server.port();
+  for (int i = 0; i < kProcs; ++i) ASSERT_EQ(::write(fds[1], &port, sizeof port), (ssize_t)sizeof port);
+  ::close(fds[1]);
+  int ok = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);  // bounded: each child gives up after its 20 s deadlines
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++ok;
+  }
+  EXPECT_EQ(ok, kProcs);
+  TcpStore s(client_of(server));
+  EXPECT_EQ(s.add("counter", 0), kProcs * kAdds);
+  EXPECT_TRUE(s.check({"proc/0", "proc/1", "proc/2", "proc/3"}));
 }

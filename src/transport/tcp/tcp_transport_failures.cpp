@@ -1,0 +1,136 @@
+// TcpTransport's failure paths and any-source receives: abort frames in and out, timeouts
+// that say who was missing, and waiting for whichever peer sends first.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace spmd::tcp {
+
+void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op) {
+  const FrameHeader& h = pair.in_header;
+  size_t len = std::min<uint64_t>(h.payload, 64 << 10);
+  std::string text(landed, std::min(extra, len));
+  Deadline d(std::chrono::seconds(2));
+  try {
+    while (text.size() < len && wait_fd(pair.fd(), POLLIN, d)) {
+      std::string buf(len - text.size(), '\0');
+      iovec v{buf.data(), buf.size()};
+      size_t got = pair.read_some(&v, 1);
+      text.append(buf.data(), got);
+    }
+  } catch (const Error&) {
+    // The peer closed right after its abort frame: what we have is the message.
+  }
+  auto kind = static_cast<ErrorKind>(h.op);
+  if (kind < ErrorKind::Timeout || kind > ErrorKind::System) kind = ErrorKind::PeerLost;
+  raise(kind, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
+                  " stopped the group: " + message_of(std::runtime_error(text)));
+}
+
+void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
+  std::string waiting;
+  for (auto& r : recvs)
+    if (!(r.header_done && r.received == r.bytes))
+      waiting += (waiting.empty() ? "" : ", ") + std::string("receiving from rank ") +
+                 std::to_string(conns_.global(r.peer)) + " (" +
+                 (r.header_done ? std::to_string(r.received) + " of " + std::to_string(r.bytes) + " bytes"
+                                : std::string("nothing yet")) +
+                 ")";
+  for (auto& s : sends)
+    if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes))
+      waiting += (waiting.empty() ? "" : ", ") + std::string("sending to rank ") +
+                 std::to_string(conns_.global(s.peer)) + " (" + std::to_string(s.sent) + " of " +
+                 std::to_string(s.bytes) + " bytes)";
+  raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + seconds_text(op.timeout) + " s, still " +
+                                waiting +
+                                "; that peer is stalled or did not make this call (SPMD_TIMEOUT sets the limit "
+                                "in seconds)");
+}
+
+int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {
+  check_usable();
+  std::vector<pollfd> fds;
+  std::vector<bool> gone(static_cast<size_t>(size()));  // closed after their last message: not an error here
+  std::string last_loss;
+  try {
+    conns_.connect_higher(op.deadline);
+    for (;;) {
+      conns_.accept_pending(op.deadline);
+      fds.clear();
+      for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
+      size_t alive = 0;
+      for (int p : peers) {
+        TcpPair* pair = conns_.find(p);
+        if (gone[static_cast<size_t>(p)]) continue;
+        ++alive;
+        if (!pair) continue;
+        bool ready = false;
+        try {
+          ready = pair->pull_header();
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::PeerLost) throw;
+          gone[static_cast<size_t>(p)] = true;
+          last_loss = message_of(e);
+          --alive;
+          continue;
+        }
+        if (ready) {
+          const FrameHeader& h = pair->in_header;
+          if (h.kind == FrameKind::Abort) raise_abort_frame(*pair, nullptr, 0, op);
+          if (h.signature() == op.sig) return p;
+          continue;  // a frame of another call: leave it queued
+        }
+        fds.push_back({pair->fd(), POLLIN, 0});
+      }
+      if (alive == 0) raise(ErrorKind::PeerLost, "every possible sender has closed its connection; last: " + last_loss);
+      int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
+      if (n < 0) raise_errno("poll");
+      if (n == 0 && op.deadline.expired())
+        raise(ErrorKind::Timeout, who() + ": " + call(op) + " from any source timed out after " +
+                                      seconds_text(op.timeout) + " s: no rank sent a matching message");
+    }
+  } catch (const Error& e) {
+    rethrow_in_context(e, op);
+  }
+}
+
+void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
+  if (broken_) return;
+  broken_.emplace(kind, message);
+  try {
+    Deadline d(std::chrono::milliseconds(200));
+    for (int p = 0; p < conns_.size(); ++p) {
+      TcpPair* pair = conns_.find(p);
+      if (!pair || !pair->open() || !pair->out_at_boundary) continue;
+      FrameHeader h;
+      h.kind = FrameKind::Abort;
+      h.op = static_cast<uint8_t>(kind);
+      h.group = group_;
+      h.payload = message.size();
+      iovec iov[2] = {{&h, sizeof h}, {const_cast<char*>(message.data()), message.size()}};
+      size_t total = sizeof h + message.size(), done = 0;
+      while (done < total) {  // small: fits the socket buffer unless the peer stopped reading
+        size_t w = 0;
+        if (done < sizeof h) {
+          iovec part[2] = {{reinterpret_cast<char*>(&h) + done, sizeof h - done}, iov[1]};
+          w = pair->write_some(part, 2);
+        } else {
+          iovec part{const_cast<char*>(message.data()) + (done - sizeof h), total - done};
+          w = pair->write_some(&part, 1);
+        }
+        done += w;
+        if (w == 0 && !wait_fd(pair->fd(), POLLOUT, d)) break;
+      }
+    }
+  } catch (...) {
+    // Best effort: peers we cannot tell see the connection close instead.
+  }
+  conns_.close_all();
+}
+
+}  // namespace spmd::tcp
