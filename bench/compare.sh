@@ -32,7 +32,8 @@ usage() {
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
-  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm
+  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, and spmd-tcp
+                 (spmd itself with SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0: TCP 127.0.0.1 only)
   --spin MODE    auto (default), on or off (--no-spin = off). On this VM an idle CPU takes
                  a timer tick (~4 ms) to wake up, which hits implementations that sleep in
                  the kernel while they wait (Gloo, torch): "on" keeps the CPUs awake with one
@@ -163,6 +164,10 @@ for ((rep = 1; rep <= reps; rep++)); do
     if [[ -x $build/bin/spmd-bench ]]; then
       # shellcheck disable=SC2046
       each_group spmd $(spmd_cmd "$p")
+      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no Unix sockets, no remote reads
+        # shellcheck disable=SC2046
+        each_group spmd-tcp env SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
+      fi
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
       each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench"
