@@ -7,7 +7,7 @@
 #   bench/compare.sh [--quick] [--build DIR] [--nprocs "2 4"] [--sizes 8,1K,64K,1M,16M,64M]
 #                    [--collectives all_reduce,broadcast,all_gather] [--reps N] [--iters N]
 #                    [--warmup N] [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm]
-#                    [--no-spin] [--out DIR] [--timeout SECONDS]
+#                    [--spin auto|on|off] [--out DIR] [--timeout SECONDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -22,7 +22,7 @@ iters=10
 warmup=3
 big_iters=4
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm
-spin=1
+spin=auto
 out=""
 limit=300
 
@@ -32,12 +32,15 @@ usage() {
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
-  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm
-  --no-spin      leave idle CPUs idle. By default two nice-19 busy loops keep the CPUs awake:
-                 on this VM a sleeping CPU takes a timer tick (~4 ms) to wake, which hits every
-                 implementation that blocks in the kernel (Gloo, torch, spmd) and not those
-                 that busy-poll (Open MPI); spinning at the lowest priority removes that
-                 artefact and costs the benchmarks ~1.5% of a CPU.
+  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, and spmd-tcp
+                 (spmd itself with SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0: TCP 127.0.0.1 only)
+  --spin MODE    auto (default), on or off (--no-spin = off). On this VM an idle CPU takes
+                 a timer tick (~4 ms) to wake up, which hits implementations that sleep in
+                 the kernel while they wait (Gloo, torch): "on" keeps the CPUs awake with one
+                 nice-19 busy loop per CPU. But Open MPI, oversubscribed, polls with
+                 sched_yield() and then yields its CPU to the spinner for a whole time slice
+                 (again ~4 ms). "auto" gives each its better condition: spinners for spmd,
+                 Gloo and torch, none for Open MPI.
   --out DIR      where raw.log and table.md go (default bench/results/compare-<time>)
 EOF
 }
@@ -54,7 +57,8 @@ while [[ $# -gt 0 ]]; do
     --warmup) warmup=$2; shift 2 ;;
     --big-iters) big_iters=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
-    --no-spin) spin=0; shift ;;
+    --spin) spin=$2; shift 2 ;;
+    --no-spin) spin=off; shift ;;
     --out) out=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -68,25 +72,44 @@ log=$out/raw.log
 : > "$log"
 python=/usr/bin/python3  # Debian's python has torch; a pyenv python3 earlier on PATH does not
 
+[[ $spin == auto || $spin == on || $spin == off ]] || { echo "compare.sh: --spin auto|on|off" >&2; exit 2; }
 spinners=()
-cleanup() { for p in "${spinners[@]}"; do kill "$p" 2>/dev/null; done; }
-trap cleanup EXIT
+spin_stop() {
+  local p  # the caller's loop variable p (process count) must survive
+  for p in "${spinners[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  spinners=()
+}
+# spin_for KIND: KIND "blocking" (spmd, Gloo, torch) or "polling" (Open MPI).
+spin_for() {
+  local want=0
+  [[ $spin == on || ($spin == auto && $1 == blocking) ]] && want=1
+  if ((want && ${#spinners[@]} == 0)); then
+    for ((i = 0; i < $(nproc); i++)); do
+      nice -n 19 bash -c 'while :; do :; done' &
+      spinners+=($!)
+    done
+  elif ((!want)); then
+    spin_stop
+  fi
+}
+trap spin_stop EXIT
 trap 'exit 130' INT TERM
-if ((spin)); then
-  for ((i = 0; i < $(nproc); i++)); do
-    nice -n 19 bash -c 'while :; do :; done' &
-    spinners+=($!)
-  done
-fi
 
 # run NAME CMD...: one benchmark run, its CSV rows appended to the log.
 run() {
   local name=$1; shift
   echo "  $name: $*" >&2
-  if ! timeout -k 10 "$limit" "$@" >> "$log" 2> "$out/last-stderr.txt"; then
-    echo "compare.sh: $name failed or timed out (stderr follows)" >&2
-    tail -5 "$out/last-stderr.txt" >&2
+  # Each run in a session of its own, so that whatever it leaves behind (an mpirun that
+  # crashed leaves its ranks polling forever) can be found by session id and stopped.
+  setsid timeout -k 10 "$limit" "$@" >> "$log" 2> "$out/$name.stderr" &
+  local sid=$! rc=0
+  wait "$sid" || rc=$?
+  pkill -KILL -s "$sid" 2>/dev/null
+  if ((rc != 0)); then
+    echo "compare.sh: $name failed (status $rc; 124 = timed out); its stderr ends with:" >&2
+    tail -5 "$out/$name.stderr" >&2
   fi
+  return 0
 }
 
 have() { [[ ",$peers," == *",$1,"* ]]; }
@@ -137,9 +160,14 @@ each_group() {
 for ((rep = 1; rep <= reps; rep++)); do
   for p in $nprocs; do
     echo "rep $rep/$reps, P=$p" >&2
+    spin_for blocking
     if [[ -x $build/bin/spmd-bench ]]; then
       # shellcheck disable=SC2046
       each_group spmd $(spmd_cmd "$p")
+      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no Unix sockets, no remote reads
+        # shellcheck disable=SC2046
+        each_group spmd-tcp env SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
+      fi
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
       each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench"
@@ -153,6 +181,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     if have torch-gloo && "$python" -c 'import torch' 2>/dev/null; then
       each_group torch-gloo "$python" "$here/peers/torch_bench.py" --nproc "$p" --timeout "$limit"
     fi
+    spin_for polling
     if have mpi-tcp && [[ -x $build/bin/mpi-bench ]]; then
       each_group mpi-tcp "${mpirun_base[@]}" -np "$p" --mca btl self,tcp "$build/bin/mpi-bench" --name mpi-tcp
     fi

@@ -61,10 +61,13 @@ def main():
     ap.add_argument("--peers", default="", help="comma-separated; default: every impl found")
     ap.add_argument("--gloo", default="gloo", help="the peer the goals are checked against")
     ap.add_argument("--spread", action="store_true", help="also show [min-max] over repetitions")
+    ap.add_argument("--best", action="store_true",
+                    help="compare each implementation's best repetition instead of the median (kinder to "
+                         "peers with bimodal timings)")
     a = ap.parse_args()
 
     times, wrong = load(a.logs)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = {k: (min(v) if a.best else statistics.median(v)) for k, v in times.items()}
     impls = sorted({k[0] for k in med})
     peers = [p for p in a.peers.split(",") if p in impls] or [i for i in impls if i != a.baseline]
     colls = [c for c in ("all_reduce", "broadcast", "all_gather") if any(k[1] == c for k in med)]
@@ -83,7 +86,7 @@ def main():
             text += f" [{lo:.0f}–{hi:.0f}]" if lat else f" [{b / hi / 1e3:.2f}–{b / lo / 1e3:.2f}]"
         return text
 
-    print(f"Median over {reps} repetition(s) of each run's slowest-rank median time. Cells: latency at "
+    print(f"{'Best' if a.best else 'Median'} of {reps} repetition(s) of each run's slowest-rank median time. Cells: latency at "
           f"≤ {LATENCY_MAX_BYTES} B, algbw (size/time) above{'; [min–max] over repetitions (µs or GB/s)' if a.spread else ''}. Ratio = {a.baseline}/peer: algbw ratio "
           f"(> 1: {a.baseline} faster); at ≤ {LATENCY_MAX_BYTES} B the latency ratio (< 1: {a.baseline} faster).\n")
     goals = []

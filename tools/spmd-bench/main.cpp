@@ -34,7 +34,9 @@ const char* kUsage =
     "per operation (us), algbw = size / time, busbw = algbw x nccl-tests' factor (all_reduce\n"
     "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
     "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
-    "Without a launcher's environment it runs as a single rank.";
+    "Without a launcher's environment it runs as a single rank.\n"
+    "Extra option:\n"
+    "  --name N               name in the CSV's impl column (default spmd)";
 
 using Clock = std::chrono::steady_clock;
 
@@ -93,7 +95,12 @@ int main(int argc, char** argv) {
   bench::Options o;
   o.impl = "spmd";
   try {
-    if (!bench::parse_args(argc, argv, o, kUsage, [](const std::string&, const char*) { return 0; })) return 0;
+    auto extra = [&](const std::string& flag, const char* value) -> int {
+      if (flag != "--name" || value == nullptr) return 0;
+      o.impl = value;
+      return 2;
+    };
+    if (!bench::parse_args(argc, argv, o, kUsage, extra)) return 0;
     // Reject bad flags before connecting to anyone.
     for (const auto& c : bench::collective_list(o.collective))
       spmd_bench::check_request(c, spmd_bench::parse_dtype(o.dtype), spmd_bench::parse_op(o.op));
