@@ -60,11 +60,12 @@ Fd open_log(const std::string& path) {
   return fd;
 }
 
-// The console prefix of one worker: torchrun's "[<role><local rank>]:" unless
+// The console prefix of one worker: "[<global rank>]:" (unambiguous across nodes, unlike
+// torchrun 1.13's "[<role><local rank>]:") unless
 // TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (torch's $role_name, $rank, $local_rank) says otherwise.
 std::string line_prefix(const Options& o, const RankEntry& e) {
   const char* tmpl = std::getenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
-  if (tmpl == nullptr || *tmpl == '\0') return "[" + o.role + std::to_string(e.local_rank) + "]:";
+  if (tmpl == nullptr || *tmpl == '\0') return "[" + std::to_string(e.global_rank) + "]:";
   std::string out, t(tmpl);
   const std::pair<const char*, std::string> vars[] = {
       {"${role_name}", o.role}, {"$role_name", o.role},

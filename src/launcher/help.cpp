@@ -58,9 +58,9 @@ Output:
                             stderr}.log (default with -r/-t: a new directory under $TMPDIR)
   --local-ranks-filter R,.. show only these local ranks' output on the console (log files
                             keep everything)
-  Each console line of a worker is prefixed "[<role><local rank>]:" (torchrun's format) when
-  the job has more than one process; TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (with $role_name,
-  $rank, $local_rank) changes it, e.g. '[$rank]:'.
+  Each console line of a worker is prefixed "[<global rank>]:" when the job has more than one
+  process; TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (with $role_name, $rank, $local_rank) changes
+  it, e.g. '[${role_name}${local_rank}]:' for torchrun 1.13's format.
 
 spmd extras:
   --hostfile FILE           head-node mode: start one spmdrun per host of FILE ("host",

@@ -87,7 +87,7 @@ Result run(const std::vector<std::string>& args, const std::map<std::string, std
 }
 
 std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
-  // Lines look like "[default2]:RANK=2"; a worker's fields run from its PID line to its
+  // Lines look like "[2]:RANK=2"; a worker's fields run from its PID line to its
   // OMP_NUM_THREADS line (print_env writes them in one write), keyed by the RANK it printed.
   std::map<int, std::map<std::string, std::string>> by_rank;
   std::istringstream in(out);

@@ -31,7 +31,7 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
   ASSERT_EQ(w.size(), 4u) << r.out;
   for (int rank = 0; rank < 4; ++rank) {
     auto& v = w[rank];
-    EXPECT_EQ(v["PREFIX"], "[default" + std::to_string(rank) + "]:");
+    EXPECT_EQ(v["PREFIX"], "[" + std::to_string(rank) + "]:");
     EXPECT_EQ(v["LOCAL_RANK"], std::to_string(rank));
     EXPECT_EQ(v["WORLD_SIZE"], "4");
     EXPECT_EQ(v["LOCAL_WORLD_SIZE"], "4");
@@ -219,7 +219,7 @@ TEST(Launcher, NoOutputIsLostAtExit) {
   // Both ranks print 20000 lines as fast as they can and exit at once.
   Result r = run({"--nproc-per-node", "2", "--no-python", "seq", "1", "20000"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* last : {"[default0]:20000\n", "[default1]:20000\n"})
+  for (const char* last : {"[0]:20000\n", "[1]:20000\n"})
     EXPECT_NE(r.out.find(last), std::string::npos);
   size_t lines = 0;
   for (char c : r.out) lines += c == '\n';
@@ -293,7 +293,7 @@ TEST(Launcher, PetVariablesAreFlagDefaults) {
   auto w = parse_workers(r.out);
   ASSERT_EQ(w.size(), 3u);
   EXPECT_EQ(w[2]["ROLE_NAME"], "trainer");
-  EXPECT_EQ(w[2]["PREFIX"], "[trainer2]:");
+  EXPECT_EQ(w[2]["PREFIX"], "[2]:");
 }
 
 TEST(Launcher, TeeRedirectsAndRankFilter) {
@@ -303,8 +303,8 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
                   "--tee", "0:2", "--local-ranks-filter", "0", print_env_path(), "--stderr", "to stderr"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("RANK="), std::string::npos) << "stdout was redirected to files only";
-  EXPECT_NE(r.err.find("[default0]:to stderr"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("[default1]:"), std::string::npos) << "local rank 1 is filtered out";
+  EXPECT_NE(r.err.find("[0]:to stderr"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("[1]:"), std::string::npos) << "local rank 1 is filtered out";
   std::ifstream out0(dir + "/logs/attempt_0/0/stdout.log"), err0(dir + "/logs/attempt_0/0/stderr.log");
   std::string text((std::istreambuf_iterator<char>(out0)), {});
   EXPECT_NE(text.find("LOCAL_RANK=0"), std::string::npos);
