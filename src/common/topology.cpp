@@ -145,21 +145,36 @@ Topology from_torchrun(const Vars& v) {
   return t;
 }
 
-Topology from_openmpi(const Vars& v) {
+// The names an MPI launcher uses for rank, size, local rank and local size.
+struct MpiNames {
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;
+};
+
+// Open MPI and PMI (MPICH/Hydra) describe a rank the same way: rank/size, optional local
+// rank/size (absent = one node), nodes derived from those.
+Topology from_mpi_names(const Vars& v, LaunchSource source, const MpiNames& n) {
   Topology t;
-  t.source = LaunchSource::OpenMPI;
-  t.world_size = v.need("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK is set");
-  t.rank = *v.num("OMPI_COMM_WORLD_RANK");
-  require_size("OMPI_COMM_WORLD_SIZE", t.world_size);
-  require_below("OMPI_COMM_WORLD_RANK", t.rank, "OMPI_COMM_WORLD_SIZE", t.world_size);
-  t.local_world_size = v.num("OMPI_COMM_WORLD_LOCAL_SIZE").value_or(t.world_size);
-  require_size("OMPI_COMM_WORLD_LOCAL_SIZE", t.local_world_size);
-  t.local_rank = v.num("OMPI_COMM_WORLD_LOCAL_RANK").value_or(t.rank % t.local_world_size);
-  require_below("OMPI_COMM_WORLD_LOCAL_RANK", t.local_rank, "OMPI_COMM_WORLD_LOCAL_SIZE",
-                t.local_world_size);
+  t.source = source;
+  t.world_size = v.need(n.size, std::string(n.rank) + " is set");
+  t.rank = *v.num(n.rank);
+  require_size(n.size, t.world_size);
+  require_below(n.rank, t.rank, n.size, t.world_size);
+  t.local_world_size = v.num(n.local_size).value_or(t.world_size);
+  require_size(n.local_size, t.local_world_size);
+  t.local_rank = v.num(n.local_rank).value_or(t.rank % t.local_world_size);
+  require_below(n.local_rank, t.local_rank, n.local_size, t.local_world_size);
   derive_nodes(t);
   read_master(v, t);
   return t;
+}
+
+Topology from_openmpi(const Vars& v) {
+  return from_mpi_names(v, LaunchSource::OpenMPI,
+                        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE"});
 }
 
 Topology from_slurm(const Vars& v) {
@@ -210,19 +225,7 @@ Topology from_slurm(const Vars& v) {
 }
 
 Topology from_pmi(const Vars& v) {
-  Topology t;
-  t.source = LaunchSource::PMI;
-  t.world_size = v.need("PMI_SIZE", "PMI_RANK is set");
-  t.rank = *v.num("PMI_RANK");
-  require_size("PMI_SIZE", t.world_size);
-  require_below("PMI_RANK", t.rank, "PMI_SIZE", t.world_size);
-  t.local_world_size = v.num("MPI_LOCALNRANKS").value_or(t.world_size);
-  require_size("MPI_LOCALNRANKS", t.local_world_size);
-  t.local_rank = v.num("MPI_LOCALRANKID").value_or(t.rank % t.local_world_size);
-  require_below("MPI_LOCALRANKID", t.local_rank, "MPI_LOCALNRANKS", t.local_world_size);
-  derive_nodes(t);
-  read_master(v, t);
-  return t;
+  return from_mpi_names(v, LaunchSource::PMI, {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"});
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 #include "spmd/store.hpp"
+#include "../../common/thread_ranks.hpp"
 
 namespace spmd::test {
 
@@ -26,19 +27,7 @@ inline constexpr DType kAllDTypes[] = {DType::F32, DType::F64, DType::F16, DType
 // Failures of any rank are reported (gtest assertions inside body work on every thread).
 inline void run_ranks(int world, const std::function<void(ProcessGroup&)>& body, GroupOptions options = {},
                       std::shared_ptr<Store> store = nullptr) {
-  if (!store) store = std::make_shared<HashStore>();
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto pg = ProcessGroup::create(store, r, world, options);
-        body(*pg);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
+  auto errors = run_thread_ranks(world, [&](ProcessGroup& g, int) { body(g); }, options, std::move(store));
   for (int r = 0; r < world; ++r)
     if (errors[static_cast<size_t>(r)]) {
       try {

@@ -9,11 +9,11 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "spmd/process_group.hpp"
 #include "spmd/store.hpp"
+#include "../../common/thread_ranks.hpp"
 
 namespace spmd::testing {
 
@@ -21,20 +21,9 @@ inline void run_ranks(int world, const std::function<void(ProcessGroup&, int)>& 
                       std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   auto store = std::make_shared<HashStore>();
   store->set_timeout(timeout);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        GroupOptions opt;
-        opt.timeout = timeout;
-        auto group = ProcessGroup::create(store, r, world, opt);
-        body(*group, r);
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
+  GroupOptions opt;
+  opt.timeout = timeout;
+  auto errors = spmd::test::run_thread_ranks(world, body, opt, store);
   for (int r = 0; r < world; ++r)
     if (errors[static_cast<size_t>(r)]) {
       try {
