@@ -7,6 +7,7 @@ set -euo pipefail
 allreduce=$1 hello=$2
 export TMPDIR=$(mktemp -d)
 trap 'rm -rf "$TMPDIR"' EXIT
+export SPMD_TIMEOUT=30  # ranks give up on their own if a launcher dies under them
 unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE SPMD_STORE_ADDR SPMD_STORE_PORT
 fail() { echo "FAIL: $*"; exit 1; }
 
