@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../../common/free_port.hpp"
 
 extern char** environ;
 
@@ -64,17 +65,7 @@ class Child {
   pid_t pid_ = -1;
 };
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using spmd::test::free_port;
 
 std::vector<std::string> rank_env(int rank, int world, int port) {
   return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "LOCAL_RANK=" + std::to_string(rank),

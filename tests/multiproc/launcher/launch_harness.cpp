@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <fstream>
 #include <sstream>
+#include "../../common/free_port.hpp"
 
 extern char** environ;
 
@@ -140,16 +141,6 @@ bool wait_gone(int pid, std::chrono::milliseconds timeout) {
   return process_gone(pid);
 }
 
-int free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
+int free_port() { return spmd::test::free_port(); }
 
 }  // namespace spmd::launcher::testing
