@@ -17,8 +17,11 @@
 namespace spmd {
 
 struct GroupOptions {
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);  // per operation
-  std::string backend = "native";                                 // "native" (tcp [+ shm])
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);  // per operation (SPMD_TIMEOUT overrides)
+  std::string backend = "native";                                 // see backend_names()
+  // Float reductions in a fixed order by rank, so results do not depend on the algorithm,
+  // timing or transport (SPMD_DETERMINISTIC=1 sets it for every group).
+  bool deterministic = false;
 };
 
 // One element of batch_isend_irecv.
@@ -83,32 +86,24 @@ class ProcessGroup {
   std::vector<Work> batch_isend_irecv(const std::vector<P2POp>& ops);
   Work barrier_async();
 
-  void all_reduce(TensorView t, ReduceOp op = ReduceOp::Sum) { all_reduce_async(t, op).wait(); }
-  void broadcast(TensorView t, int root) { broadcast_async(t, root).wait(); }
-  void reduce(TensorView t, int root, ReduceOp op = ReduceOp::Sum) { reduce_async(t, root, op).wait(); }
-  void all_gather(std::vector<TensorView> outputs, TensorView input) { all_gather_async(std::move(outputs), input).wait(); }
-  void all_gather_into(TensorView output, TensorView input) { all_gather_into_async(output, input).wait(); }
-  void gather(TensorView input, std::vector<TensorView> outputs, int root) { gather_async(input, std::move(outputs), root).wait(); }
-  void scatter(TensorView output, std::vector<TensorView> inputs, int root) { scatter_async(output, std::move(inputs), root).wait(); }
-  void reduce_scatter(TensorView output, std::vector<TensorView> inputs, ReduceOp op = ReduceOp::Sum) {
-    reduce_scatter_async(output, std::move(inputs), op).wait();
-  }
-  void reduce_scatter_from(TensorView output, TensorView input, ReduceOp op = ReduceOp::Sum) {
-    reduce_scatter_from_async(output, input, op).wait();
-  }
-  void all_to_all(TensorView output, TensorView input) { all_to_all_async(output, input).wait(); }
+  // Blocking forms: on an idle group they run in the calling thread (no hand-off to the
+  // group's worker), which is where small-message latency is won.
+  void all_reduce(TensorView t, ReduceOp op = ReduceOp::Sum);
+  void broadcast(TensorView t, int root);
+  void reduce(TensorView t, int root, ReduceOp op = ReduceOp::Sum);
+  void all_gather(std::vector<TensorView> outputs, TensorView input);
+  void all_gather_into(TensorView output, TensorView input);
+  void gather(TensorView input, std::vector<TensorView> outputs, int root);
+  void scatter(TensorView output, std::vector<TensorView> inputs, int root);
+  void reduce_scatter(TensorView output, std::vector<TensorView> inputs, ReduceOp op = ReduceOp::Sum);
+  void reduce_scatter_from(TensorView output, TensorView input, ReduceOp op = ReduceOp::Sum);
+  void all_to_all(TensorView output, TensorView input);
   void all_to_all(TensorView output, TensorView input, const std::vector<size_t>& output_splits,
-                  const std::vector<size_t>& input_splits) {
-    all_to_all_async(output, input, output_splits, input_splits).wait();
-  }
-  void send(TensorView t, int dst, int tag = 0) { send_async(t, dst, tag).wait(); }
+                  const std::vector<size_t>& input_splits);
+  void send(TensorView t, int dst, int tag = 0);
   // Returns the source's global rank.
-  int recv(TensorView t, int src, int tag = 0) {
-    Work w = recv_async(t, src, tag);
-    w.wait();
-    return w.source_rank();
-  }
-  void barrier() { barrier_async().wait(); }
+  int recv(TensorView t, int src, int tag = 0);
+  void barrier();
   // A barrier through the store that names the ranks that did not arrive within `timeout`
   // (all of them with wait_all_ranks, else the first).
   void monitored_barrier(std::optional<std::chrono::milliseconds> timeout = std::nullopt, bool wait_all_ranks = false);
@@ -118,8 +113,6 @@ class ProcessGroup {
   std::vector<Bytes> all_gather_object(const Bytes& obj);
   std::vector<Bytes> gather_object(const Bytes& obj, int root);  // filled on the root only
   Bytes scatter_object(const std::vector<Bytes>& objs, int root);  // objs used on the root only
-
-  Impl& impl() { return *impl_; }
 
  private:
   std::shared_ptr<Impl> impl_;

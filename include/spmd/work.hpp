@@ -14,6 +14,9 @@ class Work {
   struct State;  // shared with the group's queue; defined in src/core/work_state.hpp
   Work() = default;
   explicit Work(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  // A Work that is already done (an operation that ran in the caller's thread), with the
+  // source rank a receive reports.
+  static Work completed(int source_rank = -1);
 
   // Blocks until the operation finished; rethrows its error (spmd::Error). With a timeout,
   // raises Error(Timeout) if it has not finished by then (the operation keeps running).

@@ -1,11 +1,12 @@
-// The collective algorithms, one per file. Each runs on a Transport in group ranks, takes its
-// buffers already validated, and is tested against a simple reference. select.cpp picks one
-// per call; SPMD_ALGO overrides.
+// The point-to-point algorithms, one per file. Each runs on a Transport (group ranks, or the
+// ranks of a transport view such as the hosts' leaders), takes its buffers already validated,
+// and is tested against a simple reference. registry.cpp lists them for select.cpp.
 #pragma once
 
 #include <span>
 #include <vector>
 
+#include "collectives/algorithm.hpp"
 #include "collectives/reduce_kernels.hpp"
 #include "spmd/tensor.hpp"
 #include "transport/transport.hpp"
@@ -25,6 +26,7 @@ void broadcast_flat(Transport& t, const OpContext& op, TensorView data, int root
 
 // --- reduce to group rank `root`; `data` is not modified on other ranks ---
 void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);
+void reduce_linear(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);
 
 // --- all_gather: blocks[i] receives group rank i's block; our own block is already filled ---
 void allgather_ring(Transport& t, const OpContext& op, std::span<const TensorView> blocks);
@@ -32,6 +34,8 @@ void allgather_ring(Transport& t, const OpContext& op, std::span<const TensorVie
 // --- reduce_scatter: output = reduction over ranks of their inputs[rank] ---
 void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const TensorView> inputs, TensorView output,
                          ReduceFn fn);
+void reduce_scatter_direct(Transport& t, const OpContext& op, std::span<const TensorView> inputs, TensorView output,
+                           ReduceFn fn);
 
 // --- all_to_all: outputs[i] receives rank i's inputs[rank] (sizes may differ per pair) ---
 void alltoall_pairwise(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
@@ -42,13 +46,5 @@ void gather_linear(Transport& t, const OpContext& op, TensorView input, std::spa
 void scatter_linear(Transport& t, const OpContext& op, std::span<const TensorView> inputs, TensorView output, int root);
 
 void barrier_dissemination(Transport& t, const OpContext& op);
-
-// Element range [begin, end) of segment i when n elements are cut into `parts` near-equal
-// segments (the first n % parts segments one element longer).
-inline size_t segment_begin(size_t n, int parts, int i) {
-  size_t base = n / static_cast<size_t>(parts), rem = n % static_cast<size_t>(parts);
-  size_t ui = static_cast<size_t>(i);
-  return ui * base + (ui < rem ? ui : rem);
-}
 
 }  // namespace spmd::algo

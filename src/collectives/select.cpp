@@ -1,6 +1,8 @@
 #include "collectives/select.hpp"
 
-#include <map>
+#include <cstdint>
+#include <limits>
+#include <memory>
 #include <mutex>
 
 #include "common/env.hpp"
@@ -10,9 +12,12 @@ namespace spmd::algo {
 
 namespace {
 
-// Thresholds, measured with spmd-bench on the 2-core development VM (ranks on one host: local
-// sockets + remote reads). The machine was shared (load 9-13 from other builds), so each size
-// ran every algorithm in turn, twice; both medians shown (µs per all_reduce f32, slowest rank):
+// The default tables, one spec per collective (the SPMD_ALGO grammar; first applicable match
+// wins, so TCP entries after the shared-memory ones serve groups without a segment).
+//
+// TCP (ranks of one host over Unix sockets + remote reads), measured with spmd-bench on the
+// 2-core development VM, machine shared (each size ran every algorithm in turn, twice; both
+// medians, µs per all_reduce f32, slowest rank):
 //
 //   P=2      1K     4K     16K     64K    256K      1M
 //   rd    13/13  15/15   17/19   29/29   65/62  419/387
@@ -25,110 +30,183 @@ namespace {
 //   ring  75/87  117/94  110/112  289/332   923/991   3543/3726    34858/34849
 //   direct                106/189  288/428 1019/1117   5965/5764    64574/75394
 //
-// Recursive doubling (one exchange at P=2, log2 P exchanges of the whole vector) wins up to
-// 16 KiB; above, halving-doubling (the ring's bytes with log2 P latencies per phase) wins for
-// P > 2 up to about 4 MiB, where the ring (each step streams a large segment) draws level and
-// then wins (16 MiB). At P=2 halving-doubling and the ring are the same exchange pattern.
-// "direct" (2 steps, all peers at once) never won here; it stays available through SPMD_ALGO.
-constexpr size_t kSmallAllReduce = 16 << 10;
-constexpr size_t kRingAllReduce = 4 << 20;
-// Broadcast, P=4 (µs): binomial 16K 11-15, 256K 79-87, 1M 450-540, 16M 24-57 ms; chain 16-110,
-// 85-200, 520-620, 46-78 ms. On one host every "link" shares the same memory bandwidth, so the
-// tree (the root's children read its buffer in parallel) wins; the chain's one-transfer-per-link
-// advantage only matters across hosts and for very large messages.
-constexpr size_t kChainBroadcast = 16 << 20;
-// On one host, from kFlatBroadcast on, every rank reads the root's buffer itself (remote reads
-// in parallel, one copy each) instead of waiting for its tree parent to forward it. P=4 (µs,
-// two runs): 64K binomial 50/42 flat 96/59; 256K 83/85 vs 65/162; 512K 174/185 vs 119/244;
-// 1M 411/417 vs 284/346; 16M 13918/13245 vs 8441/7243.
-constexpr size_t kFlatBroadcast = 1 << 20;
-
-const AllReduceChoice kAllReduce[] = {
-    {"ring", allreduce_ring},
-    {"recursive_doubling", allreduce_recursive_doubling},
-    {"halving_doubling", allreduce_halving_doubling},
-    {"direct", allreduce_direct},
+// Recursive doubling wins up to 16 KiB; halving-doubling (the ring's bytes with log2 P
+// latencies per phase) up to about 4 MiB, where the ring draws level and then wins. At P=2
+// halving-doubling and the ring are the same exchange pattern.
+//
+// Broadcast over TCP, P=4 (µs): binomial 16K 11-15, 256K 79-87, 1M 450-540, 16M 24-57 ms;
+// chain 16-110, 85-200, 520-620, 46-78 ms: on one host every "link" shares the same memory
+// bandwidth, so the tree wins; the chain's one-transfer-per-link advantage is for hosts.
+struct DefaultSpec {
+  Collective collective;
+  const char* spec;
 };
-const BroadcastChoice kBroadcast[] = {
-    {"binomial", broadcast_binomial},
-    {"chain", broadcast_chain},
-    {"flat", broadcast_flat},
+const DefaultSpec kDefaults[] = {
+    {Collective::AllReduce, "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
+    {Collective::Broadcast, "binomial:0-16M,chain:16M-"},
+    {Collective::Reduce, "binomial"},
+    {Collective::AllGather, "ring"},
+    {Collective::Gather, "linear"},
+    {Collective::Scatter, "linear"},
+    {Collective::ReduceScatter, "ring"},
+    {Collective::AllToAll, "pairwise"},
+    {Collective::Barrier, "dissemination"},
 };
 
-using Overrides = std::map<std::string, std::string>;  // collective -> name ("*": any)
+struct Entry {
+  int collective = -1;  // -1: any collective that has `name`
+  std::string name;
+  size_t lo = 0, hi = std::numeric_limits<size_t>::max();  // [lo, hi)
+};
 
-Overrides parse(const std::string& v) {
-  Overrides m;
-  size_t start = 0;
-  while (start <= v.size()) {
-    size_t comma = v.find(',', start);
-    std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    if (!item.empty()) {
-      if (eq == std::string::npos)
-        m["*"] = item;
-      else
-        m[item.substr(0, eq)] = item.substr(eq + 1);
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return m;
+[[noreturn]] void bad(const std::string& where, const std::string& item, const std::string& why) {
+  raise(ErrorKind::InvalidArgument, where + ": '" + item + "' " + why +
+                                        " (the form is [collective=]name[:lo-hi],... with sizes like 16K or 4M)");
 }
+
+size_t parse_size(const std::string& where, const std::string& item, const std::string& text, size_t if_empty) {
+  if (text.empty()) return if_empty;
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (...) {
+    bad(where, item, "has a size that is not a number");
+  }
+  std::string unit = text.substr(pos);
+  unsigned shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" || unit == "m" ? 20 : unit == "G" || unit == "g" ? 30 : 99;
+  if (shift == 99) bad(where, item, "has an unknown size unit '" + unit + "'");
+  return static_cast<size_t>(v) << shift;
+}
+
+int collective_by_name(const std::string& name) {
+  for (int c = 1; c < kCollectiveCount; ++c)
+    if (name == collective_name(static_cast<Collective>(c))) return c;
+  return -1;
+}
+
+std::vector<Entry> parse(const std::string& spec, const std::string& where, int collective = -1) {
+  std::vector<Entry> out;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+    if (item.empty()) continue;
+    Entry e;
+    e.collective = collective;
+    std::string rest = item;
+    if (size_t eq = rest.find('='); eq != std::string::npos) {
+      e.collective = collective_by_name(rest.substr(0, eq));
+      if (e.collective < 0) bad(where, item, "names no collective");
+      collective = e.collective;  // later items without a collective belong to it
+      rest = rest.substr(eq + 1);
+    }
+    if (size_t colon = rest.find(':'); colon != std::string::npos) {
+      std::string range = rest.substr(colon + 1);
+      size_t dash = range.find('-');
+      if (dash == std::string::npos) bad(where, item, "has a size range without '-'");
+      e.lo = parse_size(where, item, range.substr(0, dash), 0);
+      e.hi = parse_size(where, item, range.substr(dash + 1), std::numeric_limits<size_t>::max());
+      if (e.lo >= e.hi) bad(where, item, "has an empty size range");
+      rest = rest.substr(0, colon);
+    }
+    e.name = rest;
+    if (e.name.empty()) bad(where, item, "names no algorithm");
+    out.push_back(e);
+  }
+  return out;
+}
+
+const Algorithm* find(Collective c, const std::string& name) {
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && name == a.name) return &a;
+  return nullptr;
+}
+
+std::string names_of(Collective c) {
+  std::string s;
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
+}
+
+struct Tables {
+  std::vector<Entry> overrides;
+  std::string override_text;
+  std::vector<Entry> defaults[kCollectiveCount];
+};
 
 std::mutex g_mutex;
-Overrides* g_overrides = nullptr;  // SPMD_ALGO, parsed on first use
+Tables* g_tables = nullptr;
+// Tables replaced by set_algorithm_override stay alive: a rank thread may still hold a
+// reference returned by tables() (tests switch settings between worlds; a few bytes each).
+std::vector<std::unique_ptr<Tables>> g_retired;
 
-Overrides overrides() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_overrides) g_overrides = new Overrides(parse(env::get("SPMD_ALGO").value_or("")));
-  return *g_overrides;
+Tables* make_tables(const std::string& override_spec) {
+  auto* t = new Tables;
+  t->override_text = override_spec;
+  t->overrides = parse(override_spec, "SPMD_ALGO");
+  for (const Entry& e : t->overrides)
+    if (e.collective >= 0 && !find(static_cast<Collective>(e.collective), e.name))
+      raise(ErrorKind::InvalidArgument, "SPMD_ALGO names '" + e.name + "' for " +
+                                            collective_name(static_cast<Collective>(e.collective)) +
+                                            "; the choices are: " + names_of(static_cast<Collective>(e.collective)));
+  for (const DefaultSpec& d : kDefaults)
+    t->defaults[static_cast<int>(d.collective)] = parse(d.spec, "default table", static_cast<int>(d.collective));
+  return t;
 }
 
-template <typename Choice, size_t N>
-const Choice* forced(const char* collective, const Choice (&table)[N]) {
-  const Overrides m = overrides();
-  if (m.empty()) return nullptr;
-  auto it = m.find(collective);
-  bool explicit_entry = it != m.end();
-  if (!explicit_entry) it = m.find("*");
-  if (it == m.end()) return nullptr;
-  for (const Choice& c : table)
-    if (it->second == c.name) return &c;
-  if (!explicit_entry) return nullptr;  // a bare name that is not one of this collective's
-  std::string names;
-  for (const Choice& c : table) names += std::string(names.empty() ? "" : ", ") + c.name;
-  raise(ErrorKind::InvalidArgument,
-        "SPMD_ALGO names '" + it->second + "' for " + collective + "; the choices are: " + names);
+Tables& tables() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_tables) g_tables = make_tables(env::get("SPMD_ALGO").value_or(""));
+  return *g_tables;
 }
 
 }  // namespace
 
-AllReduceChoice select_allreduce(size_t bytes, int group_size) {
-  if (auto* f = forced("all_reduce", kAllReduce)) return *f;
-  if (bytes <= kSmallAllReduce) return kAllReduce[1];
-  if (bytes <= kRingAllReduce && group_size > 2) return kAllReduce[2];
-  return kAllReduce[0];
-}
-
-BroadcastChoice select_broadcast(size_t bytes, int group_size, bool one_host) {
-  if (auto* f = forced("broadcast", kBroadcast)) return *f;
-  if (one_host && bytes >= kFlatBroadcast && group_size > 2) return kBroadcast[2];
-  if (bytes <= kChainBroadcast || group_size <= 2) return kBroadcast[0];
-  return kBroadcast[1];
+const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
+  Tables& t = tables();
+  const int ci = static_cast<int>(c);
+  for (const Entry& e : t.overrides) {
+    if ((e.collective != ci && e.collective != -1) || bytes < e.lo || bytes >= e.hi) continue;
+    const Algorithm* a = find(c, e.name);
+    if (!a) continue;  // a bare name another collective has
+    if (applicable(*a, group)) return *a;
+    if (e.collective == ci)
+      raise(ErrorKind::InvalidArgument, std::string("SPMD_ALGO asks for ") + a->name + " for " + collective_name(c) +
+                                            ", which cannot run here: " + why_not(*a, group));
+  }
+  for (const Entry& e : t.defaults[ci]) {
+    if (bytes < e.lo || bytes >= e.hi) continue;
+    const Algorithm* a = find(c, e.name);
+    if (a && applicable(*a, group)) return *a;
+  }
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && applicable(a, group)) return a;
+  raise(ErrorKind::InvalidArgument, std::string("no algorithm of ") + collective_name(c) +
+                                        " can run on this group (deterministic mode needs one that reduces in rank order)");
 }
 
 void set_algorithm_override(const std::string& spec) {
+  Tables* fresh = make_tables(spec);
   std::lock_guard<std::mutex> lock(g_mutex);
-  delete g_overrides;
-  g_overrides = new Overrides(parse(spec));
+  if (g_tables) g_retired.emplace_back(g_tables);
+  g_tables = fresh;
 }
+
+std::string algorithm_override() { return tables().override_text; }
 
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> out;
-  for (auto& c : kAllReduce) out.push_back(std::string("all_reduce=") + c.name);
-  for (auto& c : kBroadcast) out.push_back(std::string("broadcast=") + c.name);
+  for (const Algorithm& a : all_algorithms()) out.push_back(std::string(collective_name(a.collective)) + "=" + a.name);
   return out;
+}
+
+std::string default_spec(Collective c) {
+  for (const DefaultSpec& d : kDefaults)
+    if (d.collective == c) return d.spec;
+  return "";
 }
 
 }  // namespace spmd::algo

@@ -1,37 +1,35 @@
-// Algorithm registry: which algorithm runs a call, from its size and the group size.
-// SPMD_ALGO overrides: "ring" (any collective that has an algorithm of that name) or a list
-// "all_reduce=ring,broadcast=chain". The choice must be the same on every rank (it is a pure
-// function of the call and the environment; a difference shows up as Error(Mismatch)).
+// Algorithm selection: one table per collective (select.cpp), written in the grammar users
+// tune with. SPMD_ALGO entries come first and win:
+//   SPMD_ALGO="ring"                          ring for every collective that has one
+//   SPMD_ALGO="all_reduce=ring,broadcast=chain"
+//   SPMD_ALGO="all_reduce=shm_flat:0-16K,shm_rs_ag:16K-"   with byte ranges [lo, hi)
+// An entry without a collective applies to every collective that has an algorithm of that
+// name; a size range without a name repeats the last collective named. The choice is a pure
+// function of the call, the group and the environment, so it is the same on every rank (the
+// chosen algorithm travels in every frame: ranks that chose differently raise Mismatch).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms.hpp"
+#include "collectives/algorithm.hpp"
 
 namespace spmd::algo {
 
-using AllReduceAlgo = void (*)(Transport&, const OpContext&, TensorView, ReduceFn);
-using BroadcastAlgo = void (*)(Transport&, const OpContext&, TensorView, int root);
-
-struct AllReduceChoice {
-  const char* name;
-  AllReduceAlgo run;
-};
-struct BroadcastChoice {
-  const char* name;
-  BroadcastAlgo run;
-};
-
-AllReduceChoice select_allreduce(size_t bytes, int group_size);
-// `one_host`: every member shares this host (Transport::on_one_host).
-BroadcastChoice select_broadcast(size_t bytes, int group_size, bool one_host);
+// The bytes selection looks at: what each rank contributes (all_reduce, broadcast, reduce:
+// the tensor; all_gather, gather, scatter: one block; reduce_scatter, all_to_all: the whole
+// input; uneven all_to_all: SIZE_MAX, the largest, since sizes differ by rank).
+const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group);
 
 // Replaces the SPMD_ALGO setting for this process (same syntax; "" = automatic choice).
 // For tests and tools that compare algorithms; call it while no collective runs.
 void set_algorithm_override(const std::string& spec);
+// The setting in force ("" when automatic), e.g. for the group-creation agreement.
+std::string algorithm_override();
 
-// Names accepted in SPMD_ALGO, for documentation and error messages.
+// Every "collective=name" accepted in SPMD_ALGO, for documentation and error messages.
 std::vector<std::string> algorithm_names();
+// The default table of a collective, as an SPMD_ALGO-style spec (for docs and spmd-bench).
+std::string default_spec(Collective c);
 
 }  // namespace spmd::algo

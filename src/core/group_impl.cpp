@@ -2,34 +2,63 @@
 
 #include <algorithm>
 
+#include "collectives/select.hpp"
 #include "common/env.hpp"
+#include "common/error_text.hpp"
 #include "common/log.hpp"
+#include "core/group_agreement.hpp"
 
 namespace spmd {
 
-ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::vector<int> rs, GroupOptions o)
+namespace {
+
+// What every member must share for the group's calls to match: the backend and the settings
+// that change which algorithm runs.
+std::string settings_of(const GroupOptions& o) {
+  return "backend=" + o.backend + ";deterministic=" + (o.deterministic ? "1" : "0") +
+         ";SPMD_ALGO=" + algo::algorithm_override() + ";SPMD_SHM=" + env::get("SPMD_SHM").value_or("1") +
+         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1");
+}
+
+}  // namespace
+
+ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::vector<int> rs, GroupOptions o,
+                         const std::string& what)
     : store(std::move(s)), prefix(std::move(p)), rank(r), ranks(std::move(rs)), options(std::move(o)) {
   if (auto secs = env::get_seconds("SPMD_TIMEOUT"))
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(*secs * 1000.0));
-  if (options.backend != "native" && options.backend != "tcp" && options.backend != "gloo")
-    raise(ErrorKind::InvalidArgument, "backend '" + options.backend +
-                                          "' is not available in this build; use \"native\" (TCP between ranks)");
-  backend = make_native_backend(BackendConfig{store, prefix, rank, ranks});
-  queue = std::make_unique<WorkQueue>([this](std::exception_ptr e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const Error& err) {
-      // Bad arguments fail before any byte moves: the group stays in step and usable.
-      if (err.kind() != ErrorKind::InvalidArgument) backend->abort(err.kind(), message_of(err));
-    } catch (const std::exception& err) {
-      backend->abort(ErrorKind::System, err.what());
-    }
-  });
+  if (auto det = env::get("SPMD_DETERMINISTIC")) options.deterministic = *det != "0";
+  backend_names();  // (the registry is linked in)
+  locality = agree_on_group(*store, prefix, ranks[static_cast<size_t>(rank)], GroupView{ranks, settings_of(options)},
+                            options.timeout, what);
+  BackendConfig config;
+  config.store = store;
+  config.prefix = prefix;
+  config.rank = rank;
+  config.globals = ranks;
+  config.locality = locality;
+  config.timeout = options.timeout;
+  config.deterministic = options.deterministic;
+  backend = make_backend(options.backend, config);
+  SPMD_LOG(Info) << "group " << prefix << ": " << size() << " ranks on " << locality.summary() << ", backend "
+                 << backend->name() << (options.deterministic ? " (deterministic)" : "");
+  queue = std::make_unique<WorkQueue>([this](std::exception_ptr e) { on_failure(e); });
 }
 
 ProcessGroup::Impl::~Impl() {
   queue.reset();  // finishes queued work before the backend goes away
   backend.reset();
+}
+
+void ProcessGroup::Impl::on_failure(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    // Bad arguments fail before any byte moves: the group stays in step and usable.
+    if (err.kind() != ErrorKind::InvalidArgument) backend->abort(err.kind(), message_of(err));
+  } catch (const std::exception& err) {
+    backend->abort(ErrorKind::System, err.what());
+  }
 }
 
 int ProcessGroup::Impl::group_rank_of(int global, const std::string& what, const char* role) const {
@@ -51,6 +80,12 @@ OpContext ProcessGroup::Impl::context(const CallSignature& sig, uint64_t seq, bo
   op.timeout = options.timeout;
   op.p2p = p2p;
   return op;
+}
+
+std::optional<uint64_t> ProcessGroup::Impl::claim_inline(bool numbered) {
+  std::lock_guard<std::mutex> g(issue_mutex);
+  if (!queue->claim_inline()) return std::nullopt;
+  return numbered ? next_seq++ : 0;
 }
 
 Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(const OpContext&)> body) {

@@ -1,22 +1,48 @@
-// ProcessGroup::Impl: a group's identity (store prefix, members), its backend and its ordered
-// work queue. Every operation is validated in the caller's thread, numbered, and queued.
+// ProcessGroup::Impl: a group's identity (store prefix, members, locality), its backend and its
+// ordered work queue. Every operation is validated in the caller's thread, numbered, and either
+// queued or, for a blocking call on an idle group, run in the caller's thread.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "backends/native/backend.hpp"
+#include "backends/backend.hpp"
 #include "core/work_queue.hpp"
 #include "spmd/process_group.hpp"
 
 namespace spmd {
 
+// Set by the blocking forms around their *_async call: the caller waits right away, so the
+// call may run in the caller's thread. Taken (cleared) by the first Impl::call it reaches.
+class SyncIntent {
+ public:
+  SyncIntent() { flag() = true; }
+  ~SyncIntent() { flag() = false; }
+  SyncIntent(const SyncIntent&) = delete;
+  SyncIntent& operator=(const SyncIntent&) = delete;
+  static bool take() {
+    bool f = flag();
+    flag() = false;
+    return f;
+  }
+
+ private:
+  static bool& flag() {
+    thread_local bool f = false;
+    return f;
+  }
+};
+
 struct ProcessGroup::Impl {
-  // `ranks[i]` is the world rank of group rank i; `rank` is ours in the group.
-  Impl(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> ranks, GroupOptions options);
+  // `ranks[i]` is the world rank of group rank i; `rank` is ours in the group. Agrees with
+  // the other members on the group through the store (group_agreement.hpp); `what` names the
+  // group in those messages.
+  Impl(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> ranks, GroupOptions options,
+       const std::string& what);
   ~Impl();
 
   std::shared_ptr<Store> store;
@@ -24,6 +50,7 @@ struct ProcessGroup::Impl {
   int rank;
   std::vector<int> ranks;
   GroupOptions options;
+  Locality locality;
   std::unique_ptr<Backend> backend;
 
   std::mutex issue_mutex;  // numbering + queueing is atomic, so the order is the number order
@@ -35,11 +62,48 @@ struct ProcessGroup::Impl {
   int size() const { return static_cast<int>(ranks.size()); }
   // Group rank of a world rank given by the caller as `role` (e.g. "root") of `what`.
   int group_rank_of(int global, const std::string& what, const char* role) const;
-  // Queues a collective numbered in this group's sequence.
-  Work submit(const CallSignature& sig, std::function<void(const OpContext&)> body);
-  // Queues point-to-point work; `body` returns the peer's group rank (for source_rank()).
-  std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
   OpContext context(const CallSignature& sig, uint64_t seq, bool p2p) const;
+
+  // Issues a collective numbered in this group's sequence: queued, or — when the caller will
+  // wait for it (a blocking form, see SyncIntent) and nothing else is queued — run right now
+  // in the caller's thread, which returns an already completed Work.
+  template <typename Body>
+  Work call(const CallSignature& sig, Body&& body) {
+    if (SyncIntent::take())
+      if (auto seq = claim_inline()) {
+        run_inline([&] { body(context(sig, *seq, false)); });
+        return Work::completed();
+      }
+    return submit(sig, std::function<void(const OpContext&)>(std::forward<Body>(body)));
+  }
+  // Point-to-point work; `body` returns the peer's group rank (for source_rank()).
+  template <typename Body>
+  std::vector<Work> call_p2p(const CallSignature& sig, size_t works, Body&& body) {
+    if (SyncIntent::take() && works == 1 && claim_inline(false)) {
+      int peer = -1;
+      run_inline([&] { peer = body(context(sig, 0, true)); });
+      return {Work::completed(peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1)};
+    }
+    return submit_p2p(sig, works, std::function<int(const OpContext&)>(std::forward<Body>(body)));
+  }
+
+ private:
+  Work submit(const CallSignature& sig, std::function<void(const OpContext&)> body);
+  std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
+  // The next sequence number if this thread may run the call itself (nothing queued).
+  std::optional<uint64_t> claim_inline(bool numbered = true);
+  template <typename F>
+  void run_inline(F&& run) {
+    try {
+      run();
+    } catch (...) {
+      on_failure(std::current_exception());
+      queue->release_inline();
+      throw;
+    }
+    queue->release_inline();
+  }
+  void on_failure(std::exception_ptr e);
 };
 
 // Raises InvalidArgument for a view the native backend cannot use (null data, device memory).

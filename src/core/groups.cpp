@@ -1,9 +1,11 @@
-// Subgroups. Creating one is local: every member of the parent calls new_group in the same
-// order, so all agree on the child's number (its store prefix) without talking; members then
-// build the child's transport, whose addresses meet in the store under that prefix.
+// Subgroups. Every member of the parent calls new_group in the same order, so all agree on the
+// child's number (its store prefix) without talking. Then every caller publishes its view of
+// the child under that prefix and the members check each other's (group_agreement.hpp): ranks
+// given different lists raise Mismatch instead of computing wrong results.
 #include <algorithm>
 #include <set>
 
+#include "core/group_agreement.hpp"
 #include "core/group_impl.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
@@ -24,12 +26,15 @@ std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ra
     std::lock_guard<std::mutex> g(impl_->issue_mutex);
     child = impl_->children++;
   }
-  auto me = std::find(sorted.begin(), sorted.end(), global_rank());
-  if (me == sorted.end()) return nullptr;
   std::string prefix = impl_->prefix + "." + std::to_string(child);
-  return std::make_shared<ProcessGroup>(std::make_shared<Impl>(impl_->store, std::move(prefix),
-                                                               static_cast<int>(me - sorted.begin()), sorted,
-                                                               std::move(options)));
+  auto me = std::find(sorted.begin(), sorted.end(), global_rank());
+  if (me == sorted.end()) {
+    publish_group_view(*impl_->store, prefix, global_rank(), GroupView{sorted, ""});
+    return nullptr;
+  }
+  std::string desc = "new_group #" + std::to_string(child) + " of group " + impl_->prefix;
+  return std::make_shared<ProcessGroup>(std::make_shared<Impl>(
+      impl_->store, std::move(prefix), static_cast<int>(me - sorted.begin()), sorted, std::move(options), desc));
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::new_subgroups(int group_size, GroupOptions options) {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/group_impl.hpp"
-#include "transport/transport.hpp"
+#include "common/error_text.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 

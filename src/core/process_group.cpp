@@ -61,8 +61,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::create(std::shared_ptr<Store> store,
   std::string prefix = "spmd/pg" + std::to_string((ticket - 1) / world_size) + "w" + std::to_string(world_size);
   std::vector<int> ranks(static_cast<size_t>(world_size));
   std::iota(ranks.begin(), ranks.end(), 0);
+  std::string what = "the world group " + prefix;
   return std::make_shared<ProcessGroup>(
-      std::make_shared<Impl>(std::move(store), std::move(prefix), rank, std::move(ranks), std::move(options)));
+      std::make_shared<Impl>(std::move(store), std::move(prefix), rank, std::move(ranks), std::move(options), what));
 }
 
 ProcessGroup::ProcessGroup(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -78,7 +79,7 @@ Work ProcessGroup::all_reduce_async(TensorView t, ReduceOp op) {
   const std::string what = "all_reduce";
   check_view(t, what);
   check_reduce_op(t.dtype, op, "all_reduce");
-  return impl_->submit(sig_of(Collective::AllReduce, t, -1, op),
+  return impl_->call(sig_of(Collective::AllReduce, t, -1, op),
                        [impl = impl_.get(), t, op](const OpContext& c) { impl->backend->all_reduce(c, t, op); });
 }
 
@@ -86,7 +87,7 @@ Work ProcessGroup::broadcast_async(TensorView t, int root) {
   const std::string what = "broadcast";
   check_view(t, what);
   int groot = impl_->group_rank_of(root, what, "root");
-  return impl_->submit(sig_of(Collective::Broadcast, t, root),
+  return impl_->call(sig_of(Collective::Broadcast, t, root),
                        [impl = impl_.get(), t, groot](const OpContext& c) { impl->backend->broadcast(c, t, groot); });
 }
 
@@ -95,7 +96,7 @@ Work ProcessGroup::reduce_async(TensorView t, int root, ReduceOp op) {
   check_view(t, what);
   check_reduce_op(t.dtype, op, "reduce");
   int groot = impl_->group_rank_of(root, what, "root");
-  return impl_->submit(sig_of(Collective::Reduce, t, root, op), [impl = impl_.get(), t, groot, op](const OpContext& c) {
+  return impl_->call(sig_of(Collective::Reduce, t, root, op), [impl = impl_.get(), t, groot, op](const OpContext& c) {
     impl->backend->reduce(c, t, groot, op);
   });
 }
@@ -104,7 +105,7 @@ Work ProcessGroup::all_gather_async(std::vector<TensorView> outputs, TensorView 
   const std::string what = "all_gather";
   check_view(input, what, "input");
   check_list(outputs, input, size(), what, "outputs");
-  return impl_->submit(sig_of(Collective::AllGather, input),
+  return impl_->call(sig_of(Collective::AllGather, input),
                        [impl = impl_.get(), outputs = std::move(outputs), input](const OpContext& c) {
                          impl->backend->all_gather(c, outputs, input);
                        });
@@ -127,7 +128,7 @@ Work ProcessGroup::gather_async(TensorView input, std::vector<TensorView> output
   check_view(input, what, "input");
   int groot = impl_->group_rank_of(root, what, "root");
   if (rank() == groot) check_list(outputs, input, size(), what, "outputs");
-  return impl_->submit(sig_of(Collective::Gather, input, root),
+  return impl_->call(sig_of(Collective::Gather, input, root),
                        [impl = impl_.get(), input, outputs = std::move(outputs), groot](const OpContext& c) {
                          impl->backend->gather(c, input, outputs, groot);
                        });
@@ -138,7 +139,7 @@ Work ProcessGroup::scatter_async(TensorView output, std::vector<TensorView> inpu
   check_view(output, what, "output");
   int groot = impl_->group_rank_of(root, what, "root");
   if (rank() == groot) check_list(inputs, output, size(), what, "inputs");
-  return impl_->submit(sig_of(Collective::Scatter, output, root),
+  return impl_->call(sig_of(Collective::Scatter, output, root),
                        [impl = impl_.get(), output, inputs = std::move(inputs), groot](const OpContext& c) {
                          impl->backend->scatter(c, inputs, output, groot);
                        });
@@ -149,7 +150,7 @@ Work ProcessGroup::reduce_scatter_async(TensorView output, std::vector<TensorVie
   check_view(output, what, "output");
   check_reduce_op(output.dtype, op, "reduce_scatter");
   check_list(inputs, output, size(), what, "inputs");
-  return impl_->submit(sig_of(Collective::ReduceScatter, output, -1, op),
+  return impl_->call(sig_of(Collective::ReduceScatter, output, -1, op),
                        [impl = impl_.get(), output, inputs = std::move(inputs), op](const OpContext& c) {
                          impl->backend->reduce_scatter(c, inputs, output, op);
                        });
@@ -208,13 +209,13 @@ Work ProcessGroup::all_to_all_async(TensorView output, TensorView input, const s
   // sizes are checked per message instead.
   bool even = input_splits.empty() && output_splits.empty();
   CallSignature sig{Collective::AllToAll, input.dtype, ReduceOp::Sum, -1, even ? input.count : 0};
-  return impl_->submit(sig, [impl = impl_.get(), ins = std::move(ins), outs = std::move(outs)](const OpContext& c) {
+  return impl_->call(sig, [impl = impl_.get(), ins = std::move(ins), outs = std::move(outs)](const OpContext& c) {
     impl->backend->all_to_all(c, ins, outs);
   });
 }
 
 Work ProcessGroup::barrier_async() {
-  return impl_->submit(CallSignature{}, [impl = impl_.get()](const OpContext& c) { impl->backend->barrier(c); });
+  return impl_->call(CallSignature{}, [impl = impl_.get()](const OpContext& c) { impl->backend->barrier(c); });
 }
 
 Work ProcessGroup::send_async(TensorView t, int dst, int tag) {
@@ -223,7 +224,7 @@ Work ProcessGroup::send_async(TensorView t, int dst, int tag) {
   int peer = impl_->group_rank_of(dst, what, "destination");
   if (peer == rank()) raise(ErrorKind::InvalidArgument, "send: a rank cannot send to itself (dst " + std::to_string(dst) + ")");
   CallSignature sig{Collective::Send, t.dtype, ReduceOp::Sum, tag, t.count};
-  return impl_->submit_p2p(sig, 1, [impl = impl_.get(), t, peer](const OpContext& c) {
+  return impl_->call_p2p(sig, 1, [impl = impl_.get(), t, peer](const OpContext& c) {
     impl->backend->send(c, t, peer);
     return peer;
   })[0];
@@ -241,7 +242,7 @@ Work ProcessGroup::recv_async(TensorView t, int src, int tag) {
     raise(ErrorKind::InvalidArgument, "recv from any source in a group of one rank would never complete");
   }
   CallSignature sig{Collective::Send, t.dtype, ReduceOp::Sum, tag, t.count};
-  return impl_->submit_p2p(sig, 1, [impl = impl_.get(), t, peer](const OpContext& c) {
+  return impl_->call_p2p(sig, 1, [impl = impl_.get(), t, peer](const OpContext& c) {
     return impl->backend->recv(c, t, peer);
   })[0];
 }
@@ -260,10 +261,72 @@ std::vector<Work> ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops)
   if (items.empty()) return {};
   CallSignature sig{Collective::Send, items[0].data.dtype, ReduceOp::Sum, items[0].tag, items[0].data.count};
   const size_t n = items.size();  // before the lambda takes `items`
-  return impl_->submit_p2p(sig, n, [impl = impl_.get(), items = std::move(items)](const OpContext& c) {
+  return impl_->call_p2p(sig, n, [impl = impl_.get(), items = std::move(items)](const OpContext& c) {
     impl->backend->batch_p2p(c, items);
     return -1;
   });
+}
+
+// The blocking forms: the same calls, announced as waited for right away (SyncIntent), so an
+// idle group runs them in the caller's thread.
+void ProcessGroup::all_reduce(TensorView t, ReduceOp op) {
+  SyncIntent s;
+  all_reduce_async(t, op).wait();
+}
+void ProcessGroup::broadcast(TensorView t, int root) {
+  SyncIntent s;
+  broadcast_async(t, root).wait();
+}
+void ProcessGroup::reduce(TensorView t, int root, ReduceOp op) {
+  SyncIntent s;
+  reduce_async(t, root, op).wait();
+}
+void ProcessGroup::all_gather(std::vector<TensorView> outputs, TensorView input) {
+  SyncIntent s;
+  all_gather_async(std::move(outputs), input).wait();
+}
+void ProcessGroup::all_gather_into(TensorView output, TensorView input) {
+  SyncIntent s;
+  all_gather_into_async(output, input).wait();
+}
+void ProcessGroup::gather(TensorView input, std::vector<TensorView> outputs, int root) {
+  SyncIntent s;
+  gather_async(input, std::move(outputs), root).wait();
+}
+void ProcessGroup::scatter(TensorView output, std::vector<TensorView> inputs, int root) {
+  SyncIntent s;
+  scatter_async(output, std::move(inputs), root).wait();
+}
+void ProcessGroup::reduce_scatter(TensorView output, std::vector<TensorView> inputs, ReduceOp op) {
+  SyncIntent s;
+  reduce_scatter_async(output, std::move(inputs), op).wait();
+}
+void ProcessGroup::reduce_scatter_from(TensorView output, TensorView input, ReduceOp op) {
+  SyncIntent s;
+  reduce_scatter_from_async(output, input, op).wait();
+}
+void ProcessGroup::all_to_all(TensorView output, TensorView input) {
+  SyncIntent s;
+  all_to_all_async(output, input).wait();
+}
+void ProcessGroup::all_to_all(TensorView output, TensorView input, const std::vector<size_t>& output_splits,
+                              const std::vector<size_t>& input_splits) {
+  SyncIntent s;
+  all_to_all_async(output, input, output_splits, input_splits).wait();
+}
+void ProcessGroup::send(TensorView t, int dst, int tag) {
+  SyncIntent s;
+  send_async(t, dst, tag).wait();
+}
+int ProcessGroup::recv(TensorView t, int src, int tag) {
+  SyncIntent s;
+  Work w = recv_async(t, src, tag);
+  w.wait();
+  return w.source_rank();
+}
+void ProcessGroup::barrier() {
+  SyncIntent s;
+  barrier_async().wait();
 }
 
 }  // namespace spmd

@@ -27,10 +27,11 @@ void WorkQueue::loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(m_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      cv_.wait(lock, [&] { return (stopping_ || !jobs_.empty()) && !inline_; });
       if (jobs_.empty()) return;  // stopping, and everything queued has run
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      running_ = true;
     }
     std::exception_ptr error;
     try {
@@ -39,8 +40,28 @@ void WorkQueue::loop() {
       error = std::current_exception();
       if (job.abort_on_failure) on_failure_(error);
     }
+    {
+      // Before the Works complete: a caller woken by one may go straight to an inline call.
+      std::lock_guard<std::mutex> g(m_);
+      running_ = false;
+    }
     for (auto& s : job.states) s->complete(error);
   }
+}
+
+bool WorkQueue::claim_inline() {
+  std::lock_guard<std::mutex> g(m_);
+  if (running_ || inline_ || !jobs_.empty()) return false;
+  inline_ = true;
+  return true;
+}
+
+void WorkQueue::release_inline() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    inline_ = false;
+  }
+  cv_.notify_one();
 }
 
 }  // namespace spmd

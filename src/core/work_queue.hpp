@@ -1,6 +1,8 @@
 // WorkQueue: one worker thread per group that runs the group's operations in issue order.
 // A failed job completes its Works with the exception and calls the failure hook (which makes
-// the group unusable and tells the peers).
+// the group unusable and tells the peers). A blocking call may instead run in its caller's
+// thread when nothing is queued or running (claim_inline): no thread hand-off on the latency
+// path, and the worker waits until the inline call is done before it starts later jobs.
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +31,12 @@ class WorkQueue {
   void push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
             bool abort_on_failure = true);
 
+  // True (and the caller now runs an operation itself) when no job is queued or running;
+  // the caller must call release_inline() when done.
+  bool claim_inline();
+  void release_inline();
+  OnFailure& on_failure() { return on_failure_; }
+
  private:
   struct Job {
     std::function<void()> run;
@@ -42,6 +50,8 @@ class WorkQueue {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
+  bool running_ = false;  // the worker is inside a job
+  bool inline_ = false;   // a caller runs an operation itself
   std::thread worker_;  // last: starts after everything it uses exists
 };
 

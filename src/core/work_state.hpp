@@ -8,7 +8,7 @@
 
 #include "spmd/error.hpp"
 #include "spmd/work.hpp"
-#include "transport/transport.hpp"  // message_of
+#include "common/error_text.hpp"
 
 namespace spmd {
 

@@ -1,34 +1,14 @@
-// The frame every transport message starts with, and the signature of the call it belongs to.
-// The signature travels with every message so a receiver can tell "the peer is in a different
-// call" (Error(Mismatch), naming both calls) from "the peer is slow" (Error(Timeout)).
+// The frame every transport message starts with. The signature of the call (core/call.hpp)
+// travels with every message so a receiver can tell "the peer is in a different call"
+// (Error(Mismatch), naming both calls) from "the peer is slow" (Error(Timeout)).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "spmd/tensor.hpp"
+#include "core/call.hpp"
 
 namespace spmd {
-
-enum class Collective : uint8_t {
-  AllReduce = 1, Broadcast, Reduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll,
-  Barrier, Send, Recv,
-};
-const char* collective_name(Collective c);
-
-// What a rank called: compared field by field between peers. `root` is a global rank (or the
-// tag for send/recv); `count` is the element count that defines the call (per-rank block for
-// gather-like calls, the whole tensor for all_reduce/broadcast/reduce).
-struct CallSignature {
-  Collective collective = Collective::Barrier;
-  DType dtype = DType::U8;
-  ReduceOp op = ReduceOp::Sum;
-  int32_t root = -1;
-  uint64_t count = 0;
-  bool operator==(const CallSignature&) const = default;
-};
-// "all_reduce(f32, 1024, Sum)", "broadcast(f32, 1024, root 0)", "barrier()".
-std::string describe(const CallSignature& s);
 
 // Data: the payload follows. Abort: the payload is why the sender stopped. Remote: the
 // payload stays in the sender's memory at remote_address (same host), the receiver reads it
@@ -50,10 +30,11 @@ struct FrameHeader {
   uint64_t payload = 0;   // bytes that follow this header (Remote: bytes to read)
   uint64_t remote_address = 0;
   int32_t remote_pid = 0;
-  uint32_t reserved = 0;
+  uint16_t algo = 0;      // CallSignature::algo
+  uint16_t reserved = 0;
 
   CallSignature signature() const {
-    return {collective, dtype, static_cast<ReduceOp>(op), root, count};
+    return {collective, dtype, static_cast<ReduceOp>(op), root, count, algo};
   }
   static FrameHeader data(uint32_t group, uint64_t seq, const CallSignature& s, uint64_t payload) {
     FrameHeader h;
@@ -65,12 +46,10 @@ struct FrameHeader {
     h.seq = seq;
     h.count = s.count;
     h.payload = payload;
+    h.algo = s.algo;
     return h;
   }
 };
 static_assert(sizeof(FrameHeader) == 56, "FrameHeader is a wire format");
-
-// FNV-1a, used to name groups in frame headers.
-uint32_t hash_name(const std::string& s);
 
 }  // namespace spmd

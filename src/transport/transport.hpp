@@ -15,19 +15,11 @@
 
 #include "common/deadline.hpp"
 #include "spmd/error.hpp"
+#include "common/error_text.hpp"
+#include "core/call.hpp"
 #include "transport/message.hpp"
 
 namespace spmd {
-
-// The call a step belongs to.
-struct OpContext {
-  CallSignature sig;
-  uint64_t seq = 0;
-  Deadline deadline = Deadline::never();
-  std::chrono::milliseconds timeout{0};  // what `deadline` was made from, for messages
-  // Point-to-point messages are numbered per peer and direction rather than per group call.
-  bool p2p = false;
-};
 
 // Receives the payload of a RecvPart chunk by chunk: `bytes` bytes (a multiple of the part's
 // `align`) that belong at byte `offset` of the message. The data is valid during the call only.
@@ -77,23 +69,6 @@ class Transport {
   // Later calls raise the same error.
   virtual void abort(ErrorKind kind, const std::string& message) noexcept = 0;
 };
-
-// An error's message without the "spmd <Kind>: " prefix what() adds (for re-wrapping).
-inline std::string message_of(const std::exception& e) {
-  std::string w = e.what();
-  if (w.rfind("spmd ", 0) == 0) {
-    size_t colon = w.find(": ");
-    if (colon != std::string::npos) return w.substr(colon + 2);
-  }
-  return w;
-}
-
-// "0.3", "600": a duration in seconds for messages.
-inline std::string seconds_text(std::chrono::milliseconds d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", std::chrono::duration<double>(d).count());
-  return buf;
-}
 
 // Helpers for the common shapes of a step.
 inline void send_recv(Transport& t, const OpContext& op, int to, const void* sbuf, size_t sbytes, int from,

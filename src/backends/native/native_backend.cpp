@@ -1,10 +1,12 @@
-// The native backend: picks an algorithm per call (collectives/select.cpp) and runs it on the
-// group's TCP transport.
+// The native backend: for each call it picks an algorithm from the selection table
+// (collectives/select.cpp) over the group's traits, stamps the choice into the call's
+// signature (so ranks that chose differently disagree), and runs it over the group's
+// transports: TCP between all members, and shared memory among the members of this host.
 #include <cstring>
 #include <vector>
 
-#include "backends/native/backend.hpp"
-#include "collectives/algorithms.hpp"
+#include "backends/backend.hpp"
+#include "collectives/algorithm.hpp"
 #include "collectives/select.hpp"
 #include "common/log.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -15,74 +17,120 @@ namespace {
 
 class NativeBackend final : public Backend {
  public:
-  explicit NativeBackend(const BackendConfig& c) : tcp_(c.store, c.prefix, c.rank, c.globals) {}
+  explicit NativeBackend(const BackendConfig& c)
+      : config_(c),
+        net_(c.store, c.prefix, c.rank, c.globals),
+        traits_(algo::GroupTraits::of(config_.locality, false, false, config_.deterministic)) {}
   const char* name() const override { return "native"; }
 
   void all_reduce(const OpContext& op, TensorView data, ReduceOp rop) override {
-    ReduceFn fn = reduce_kernel(data.dtype, rop);
-    auto choice = algo::select_allreduce(data.bytes(), tcp_.size());
-    SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq << " via " << choice.name;
-    choice.run(tcp_, op, data, fn);
-    if (rop == ReduceOp::Avg) divide_by(data, tcp_.size());
+    algo::CollArgs a;
+    a.data = data;
+    a.op = rop;
+    a.fn = reduce_kernel(data.dtype, rop);
+    run(op, data.bytes(), a);
+    if (rop == ReduceOp::Avg) divide_by(data, size());
   }
 
   void broadcast(const OpContext& op, TensorView data, int root) override {
-    bool one_host = data.bytes() > 0 && tcp_.size() > 2 && tcp_.on_one_host(op);
-    auto choice = algo::select_broadcast(data.bytes(), tcp_.size(), one_host);
-    SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq << " via " << choice.name;
-    choice.run(tcp_, op, data, root);
+    algo::CollArgs a;
+    a.data = data;
+    a.root = root;
+    run(op, data.bytes(), a);
   }
 
   void reduce(const OpContext& op, TensorView data, int root, ReduceOp rop) override {
-    algo::reduce_binomial(tcp_, op, data, root, reduce_kernel(data.dtype, rop));
-    if (rop == ReduceOp::Avg && tcp_.rank() == root) divide_by(data, tcp_.size());
+    algo::CollArgs a;
+    a.data = data;
+    a.root = root;
+    a.op = rop;
+    a.fn = reduce_kernel(data.dtype, rop);
+    run(op, data.bytes(), a);
+    if (rop == ReduceOp::Avg && config_.rank == root) divide_by(data, size());
   }
 
   void all_gather(const OpContext& op, const std::vector<TensorView>& outputs, TensorView input) override {
-    const TensorView& own = outputs[static_cast<size_t>(tcp_.rank())];
+    const TensorView& own = outputs[static_cast<size_t>(config_.rank)];
     if (own.bytes() && own.data != input.data) std::memmove(own.data, input.data, own.bytes());
-    algo::allgather_ring(tcp_, op, outputs);
+    algo::CollArgs a;
+    a.data = input;
+    a.blocks = outputs;
+    run(op, input.bytes(), a);
   }
 
   void gather(const OpContext& op, TensorView input, const std::vector<TensorView>& outputs, int root) override {
-    algo::gather_linear(tcp_, op, input, outputs, root);
+    algo::CollArgs a;
+    a.data = input;
+    a.blocks = outputs;
+    a.root = root;
+    run(op, input.bytes(), a);
   }
 
   void scatter(const OpContext& op, const std::vector<TensorView>& inputs, TensorView output, int root) override {
-    algo::scatter_linear(tcp_, op, inputs, output, root);
+    algo::CollArgs a;
+    a.data = output;
+    a.blocks = inputs;
+    a.root = root;
+    run(op, output.bytes(), a);
   }
 
   void reduce_scatter(const OpContext& op, const std::vector<TensorView>& inputs, TensorView output,
                       ReduceOp rop) override {
-    algo::reduce_scatter_ring(tcp_, op, inputs, output, reduce_kernel(output.dtype, rop));
-    if (rop == ReduceOp::Avg) divide_by(output, tcp_.size());
+    algo::CollArgs a;
+    a.data = output;
+    a.blocks = inputs;
+    a.op = rop;
+    a.fn = reduce_kernel(output.dtype, rop);
+    run(op, output.bytes() * static_cast<size_t>(size()), a);
+    if (rop == ReduceOp::Avg) divide_by(output, size());
   }
 
   void all_to_all(const OpContext& op, const std::vector<TensorView>& inputs,
                   const std::vector<TensorView>& outputs) override {
-    algo::alltoall_pairwise(tcp_, op, inputs, outputs);
+    algo::CollArgs a;
+    a.blocks = inputs;
+    a.blocks2 = outputs;
+    size_t bytes = SIZE_MAX;  // uneven splits: sizes differ by rank, so select by none of them
+    if (op.sig.count != 0) bytes = static_cast<size_t>(op.sig.count) * dtype_size(op.sig.dtype);
+    run(op, bytes, a);
   }
 
-  void barrier(const OpContext& op) override { algo::barrier_dissemination(tcp_, op); }
+  void barrier(const OpContext& op) override { run(op, 0, algo::CollArgs{}); }
 
-  void send(const OpContext& op, TensorView data, int peer) override { send_to(tcp_, op, peer, data.data, data.bytes()); }
+  void send(const OpContext& op, TensorView data, int peer) override { send_to(net_, op, peer, data.data, data.bytes()); }
 
   int recv(const OpContext& op, TensorView data, int peer) override {
     if (peer < 0) {
       std::vector<int> peers;
-      for (int i = 0; i < tcp_.size(); ++i)
-        if (i != tcp_.rank()) peers.push_back(i);
-      peer = tcp_.wait_any_sender(peers, op);
+      for (int i = 0; i < size(); ++i)
+        if (i != config_.rank) peers.push_back(i);
+      peer = net_.wait_any_sender(peers, op);
     }
-    recv_from(tcp_, op, peer, data.data, data.bytes());
+    recv_from(net_, op, peer, data.data, data.bytes());
     return peer;
   }
 
-  void batch_p2p(const OpContext& op, const std::vector<P2PItem>& items) override {
-    // Round k runs the k-th message of every (peer, direction) at once: concurrent across
-    // peers (no deadlock when two ranks both send first), in order between two ranks.
+  void batch_p2p(const OpContext& op, const std::vector<P2PItem>& items) override { run_batch(net_, op, items); }
+
+  void abort(ErrorKind kind, const std::string& message) noexcept override { net_.abort(kind, message); }
+
+ private:
+  int size() const { return static_cast<int>(config_.globals.size()); }
+
+  void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
+    const algo::Algorithm& chosen = algo::select(call.sig.collective, bytes, traits_);
+    OpContext op = call;
+    op.sig.algo = algo::algorithm_id(chosen);
+    SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq;
+    algo::AlgoContext ctx{op, config_.locality, net_};
+    chosen.run(ctx, args);
+  }
+
+  // Round k runs the k-th message of every (peer, direction) at once: concurrent across peers
+  // (no deadlock when two ranks both send first), in order between two ranks.
+  static void run_batch(Transport& t, const OpContext& op, const std::vector<P2PItem>& items) {
     std::vector<CallSignature> sigs(items.size());
-    std::vector<std::vector<size_t>> queues(static_cast<size_t>(tcp_.size()) * 2);
+    std::vector<std::vector<size_t>> queues(static_cast<size_t>(t.size()) * 2);
     for (size_t i = 0; i < items.size(); ++i) {
       const P2PItem& it = items[i];
       sigs[i] = CallSignature{Collective::Send, it.data.dtype, ReduceOp::Sum, it.tag, it.data.count};
@@ -105,14 +153,13 @@ class NativeBackend final : public Backend {
         }
       }
       if (sends.empty() && recvs.empty()) return;
-      tcp_.run(sends, recvs, op);
+      t.run(sends, recvs, op);
     }
   }
 
-  void abort(ErrorKind kind, const std::string& message) noexcept override { tcp_.abort(kind, message); }
-
- private:
-  tcp::TcpTransport tcp_;
+  BackendConfig config_;
+  tcp::TcpTransport net_;
+  algo::GroupTraits traits_;
 };
 
 }  // namespace

@@ -1,17 +1,20 @@
 // Backend: what a ProcessGroup asks of the machinery below it. Calls arrive validated, in
-// group ranks, one at a time on the group's worker thread, in issue order. The native backend
-// runs the collectives/ algorithms over a Transport; a shared-memory transport or hierarchical
-// algorithms plug in behind this interface, and other backends (nccl, mpi) implement it whole.
+// group ranks, one at a time (on the group's worker thread or inline in the caller's), in
+// issue order. The native backend runs the collectives/ algorithms over spmd's transports;
+// other backends (mpi, nccl) implement this interface whole. A backend is made by name through
+// the registry below (docs/architecture.md: adding a backend is one folder and one table row).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/call.hpp"
+#include "core/locality.hpp"
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "spmd/tensor.hpp"
-#include "transport/transport.hpp"
 
 namespace spmd {
 
@@ -20,6 +23,9 @@ struct BackendConfig {
   std::string prefix;        // the group's store prefix (unique per group)
   int rank = 0;              // group rank
   std::vector<int> globals;  // world rank of each group rank
+  Locality locality;         // which members share a host (agreed at group creation)
+  std::chrono::milliseconds timeout{0};  // per operation
+  bool deterministic = false;  // float reductions in a fixed order by rank (SPMD_DETERMINISTIC)
 };
 
 class Backend {
@@ -58,7 +64,17 @@ class Backend {
   virtual void abort(ErrorKind kind, const std::string& message) noexcept = 0;
 };
 
-// "native": TCP between all ranks (shared memory within a node to come).
+// The registry: one row per backend built into this library (backends/registry.cpp).
+using BackendFactory = std::unique_ptr<Backend> (*)(const BackendConfig&);
+struct BackendEntry {
+  const char* name;
+  BackendFactory make;
+  const char* summary;  // one line for --help texts and errors
+};
+// Makes backend `name`; an unknown name raises InvalidArgument listing the built ones.
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config);
+std::vector<std::string> backend_names();
+
 std::unique_ptr<Backend> make_native_backend(const BackendConfig& config);
 
 }  // namespace spmd

@@ -1,4 +1,4 @@
-#include "transport/message.hpp"
+#include "core/call.hpp"
 
 namespace spmd {
 
@@ -21,31 +21,36 @@ const char* collective_name(Collective c) {
 
 std::string describe(const CallSignature& s) {
   std::string out = collective_name(s.collective);
-  if (s.collective == Collective::Barrier) return out + "()";
-  out += "(";
-  out += dtype_name(s.dtype);
-  out += ", " + std::to_string(s.count);
-  switch (s.collective) {
-    case Collective::AllReduce:
-    case Collective::ReduceScatter:
-      out += std::string(", ") + reduce_op_name(s.op);
-      break;
-    case Collective::Reduce:
-      out += std::string(", ") + reduce_op_name(s.op) + ", root " + std::to_string(s.root);
-      break;
-    case Collective::Broadcast:
-    case Collective::Gather:
-    case Collective::Scatter:
-      out += ", root " + std::to_string(s.root);
-      break;
-    case Collective::Send:
-    case Collective::Recv:
-      out += ", tag " + std::to_string(s.root);
-      break;
-    default:
-      break;
+  if (s.collective == Collective::Barrier) {
+    out += "()";
+  } else {
+    out += "(";
+    out += dtype_name(s.dtype);
+    out += ", " + std::to_string(s.count);
+    switch (s.collective) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter:
+        out += std::string(", ") + reduce_op_name(s.op);
+        break;
+      case Collective::Reduce:
+        out += std::string(", ") + reduce_op_name(s.op) + ", root " + std::to_string(s.root);
+        break;
+      case Collective::Broadcast:
+      case Collective::Gather:
+      case Collective::Scatter:
+        out += ", root " + std::to_string(s.root);
+        break;
+      case Collective::Send:
+      case Collective::Recv:
+        out += ", tag " + std::to_string(s.root);
+        break;
+      default:
+        break;
+    }
+    out += ")";
   }
-  return out + ")";
+  if (s.algo != 0) out += std::string(" via ") + algorithm_name(s.algo);
+  return out;
 }
 
 uint32_t hash_name(const std::string& s) {

@@ -1,0 +1,123 @@
+// The registry: every algorithm of every collective, one row each (a new algorithm is one file
+// and one row). Rows adapt the transport-level algorithms (algorithms.hpp) to AlgoFn. Send-only
+// ranks (a broadcast or scatter root, gather and reduce leaves) never see a peer's frame in the
+// data phase, so those algorithms first run an agreement round (a dissemination barrier whose
+// bare frames carry the call's fingerprint): no rank returns from a call its peers disagree on.
+#include <string>
+
+#include "collectives/algorithm.hpp"
+#include "collectives/algorithms.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::algo {
+
+namespace {
+
+void agree(AlgoContext& c) { barrier_dissemination(c.net, c.op); }
+
+const Algorithm kAlgorithms[] = {
+    // --- all_reduce ---
+    {Collective::AllReduce, "ring", [](AlgoContext& c, const CollArgs& a) { allreduce_ring(c.net, c.op, a.data, a.fn); },
+     kNeedNothing, "reduce-scatter + all-gather around a ring; bandwidth-optimal"},
+    {Collective::AllReduce, "recursive_doubling",
+     [](AlgoContext& c, const CollArgs& a) { allreduce_recursive_doubling(c.net, c.op, a.data, a.fn); }, kNeedNothing,
+     "log2 P exchanges of the whole vector; latency-optimal"},
+    {Collective::AllReduce, "halving_doubling",
+     [](AlgoContext& c, const CollArgs& a) { allreduce_halving_doubling(c.net, c.op, a.data, a.fn); }, kNeedNothing,
+     "Rabenseifner: the ring's bytes with log2 P latencies per phase"},
+    {Collective::AllReduce, "direct", [](AlgoContext& c, const CollArgs& a) { allreduce_direct(c.net, c.op, a.data, a.fn); },
+     kRankOrder, "two steps, every peer at once; segments combined in rank order"},
+    // --- broadcast ---
+    {Collective::Broadcast, "binomial",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); broadcast_binomial(c.net, c.op, a.data, a.root); }, kNeedNothing,
+     "binomial tree, pipelined chunk by chunk"},
+    {Collective::Broadcast, "chain",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); broadcast_chain(c.net, c.op, a.data, a.root); }, kNeedNothing,
+     "pipelined chain; each link carries the message once"},
+    {Collective::Broadcast, "flat",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); broadcast_flat(c.net, c.op, a.data, a.root); }, kNeedNothing,
+     "the root sends to every rank in one step"},
+    // --- reduce ---
+    {Collective::Reduce, "binomial",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); reduce_binomial(c.net, c.op, a.data, a.root, a.fn); }, kNeedNothing,
+     "binomial tree of partial results"},
+    {Collective::Reduce, "linear",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); reduce_linear(c.net, c.op, a.data, a.root, a.fn); }, kRankOrder,
+     "every rank sends to the root, which folds in rank order"},
+    // --- all_gather, gather, scatter ---
+    {Collective::AllGather, "ring", [](AlgoContext& c, const CollArgs& a) { allgather_ring(c.net, c.op, a.blocks); },
+     kNeedNothing, "P-1 steps around a ring"},
+    {Collective::Gather, "linear",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); gather_linear(c.net, c.op, a.data, a.blocks, a.root); },
+     kNeedNothing, "every rank sends to the root at once"},
+    {Collective::Scatter, "linear",
+     [](AlgoContext& c, const CollArgs& a) { agree(c); scatter_linear(c.net, c.op, a.blocks, a.data, a.root); },
+     kNeedNothing, "the root sends every block at once"},
+    // --- reduce_scatter, all_to_all, barrier ---
+    {Collective::ReduceScatter, "ring",
+     [](AlgoContext& c, const CollArgs& a) { reduce_scatter_ring(c.net, c.op, a.blocks, a.data, a.fn); }, kNeedNothing,
+     "P-1 steps around a ring"},
+    {Collective::ReduceScatter, "direct",
+     [](AlgoContext& c, const CollArgs& a) { reduce_scatter_direct(c.net, c.op, a.blocks, a.data, a.fn); }, kRankOrder,
+     "one step, every peer at once; blocks folded in rank order"},
+    {Collective::AllToAll, "pairwise",
+     [](AlgoContext& c, const CollArgs& a) { alltoall_pairwise(c.net, c.op, a.blocks, a.blocks2); }, kNeedNothing,
+     "P-1 perfect matchings"},
+    {Collective::Barrier, "dissemination", [](AlgoContext& c, const CollArgs&) { barrier_dissemination(c.net, c.op); },
+     kNeedNothing, "ceil(log2 P) rounds"},
+};
+
+}  // namespace
+
+std::span<const Algorithm> all_algorithms() { return kAlgorithms; }
+
+uint16_t algorithm_id(const Algorithm& a) { return static_cast<uint16_t>(&a - kAlgorithms + 1); }
+
+const Algorithm& algorithm_by_id(uint16_t id) {
+  if (id == 0 || id > std::size(kAlgorithms)) raise(ErrorKind::InvalidArgument, "internal: no algorithm #" + std::to_string(id));
+  return kAlgorithms[id - 1];
+}
+
+GroupTraits GroupTraits::of(const Locality& loc, bool shm, bool cma, bool deterministic) {
+  GroupTraits g;
+  g.size = loc.size();
+  g.hosts = loc.host_count();
+  g.max_ranks_per_host = loc.max_ranks_per_host();
+  g.shm = shm && loc.one_host();
+  g.cma = g.shm && cma;
+  g.deterministic = deterministic;
+  return g;
+}
+
+std::string why_not(const Algorithm& a, const GroupTraits& g) {
+  if ((a.needs & kNeedShm) && !g.shm)
+    return g.hosts > 1 ? "it needs every member on one host; this group spans " + std::to_string(g.hosts) + " hosts"
+                       : "it needs a shared-memory segment, and this group has none (SPMD_SHM=0?)";
+  if ((a.needs & kNeedCma) && !g.cma)
+    return "it reads peers' memory directly (process_vm_readv), which this group cannot (SPMD_CMA=0, or ptrace "
+           "restrictions between the ranks)";
+  if ((a.needs & kNeedHosts) && g.hosts < 2) return "it is hierarchical, and this group lives on one host";
+  bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::Reduce ||
+                 a.collective == Collective::ReduceScatter;
+  if (g.deterministic && reduces && !(a.needs & kRankOrder))
+    return "deterministic mode (SPMD_DETERMINISTIC=1) needs an algorithm that reduces in rank order";
+  return "";
+}
+
+bool applicable(const Algorithm& a, const GroupTraits& g) {
+  if ((a.needs & kNeedShm) && !g.shm) return false;
+  if ((a.needs & kNeedCma) && !g.cma) return false;
+  if ((a.needs & kNeedHosts) && g.hosts < 2) return false;
+  bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::Reduce ||
+                 a.collective == Collective::ReduceScatter;
+  return !(g.deterministic && reduces && !(a.needs & kRankOrder));
+}
+
+}  // namespace spmd::algo
+
+namespace spmd {
+const char* algorithm_name(uint16_t algo) {
+  if (algo == 0 || algo > algo::all_algorithms().size()) return "";
+  return algo::all_algorithms()[algo - 1].name;
+}
+}  // namespace spmd
