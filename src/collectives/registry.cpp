@@ -7,6 +7,7 @@
 
 #include "collectives/algorithm.hpp"
 #include "collectives/algorithms.hpp"
+#include "collectives/shm/shm_algorithms.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::algo {
@@ -15,7 +16,29 @@ namespace {
 
 void agree(AlgoContext& c) { barrier_dissemination(c.net, c.op); }
 
+constexpr uint32_t kShm = kNeedShm | kRankOrder;
+constexpr uint32_t kCma = kNeedShm | kNeedCma | kRankOrder;
+
 const Algorithm kAlgorithms[] = {
+    // --- shared memory, one host (collectives/shm/) ---
+    {Collective::AllReduce, "shm_flat", shm_flat_all_reduce, kShm, "everything through the slots, one sync per round"},
+    {Collective::AllReduce, "shm_rs_ag", shm_rs_ag_all_reduce, kShm, "reduce-scatter + all-gather through the slots"},
+    {Collective::AllReduce, "shm_cma", shm_cma_all_reduce, kCma, "single copy: each rank reduces its slice of every buffer"},
+    {Collective::Broadcast, "shm_flat", shm_flat_broadcast, kShm, "through the root's slot"},
+    {Collective::Broadcast, "shm_cma", shm_cma_broadcast, kCma, "single copy: every rank reads the root's buffer"},
+    {Collective::Reduce, "shm_flat", shm_flat_reduce, kShm, "through the slots; the root folds"},
+    {Collective::Reduce, "shm_cma", shm_cma_reduce, kCma, "single copy: each rank reduces a slice into the root"},
+    {Collective::AllGather, "shm_flat", shm_flat_all_gather, kShm, "through the slots"},
+    {Collective::AllGather, "shm_cma", shm_cma_all_gather, kCma, "single copy: every rank reads every block"},
+    {Collective::Gather, "shm_flat", shm_flat_gather, kShm, "through the slots"},
+    {Collective::Gather, "shm_cma", shm_cma_gather, kCma, "single copy: the root reads every block"},
+    {Collective::Scatter, "shm_flat", shm_flat_scatter, kShm, "through the root's slot"},
+    {Collective::Scatter, "shm_cma", shm_cma_scatter, kCma, "single copy: every rank reads its block"},
+    {Collective::ReduceScatter, "shm_flat", shm_flat_reduce_scatter, kShm, "through the slots"},
+    {Collective::ReduceScatter, "shm_cma", shm_cma_reduce_scatter, kCma, "single copy: each rank reads its block of every input"},
+    {Collective::AllToAll, "shm_flat", shm_flat_all_to_all, kNeedShm, "through the slots (up to one slot per rank)"},
+    {Collective::AllToAll, "shm_cma", shm_cma_all_to_all, kNeedShm | kNeedCma, "single copy: every rank reads its blocks"},
+    {Collective::Barrier, "shm_flat", shm_flat_barrier, kNeedShm, "one arrival check"},
     // --- all_reduce ---
     {Collective::AllReduce, "ring", [](AlgoContext& c, const CollArgs& a) { allreduce_ring(c.net, c.op, a.data, a.fn); },
      kNeedNothing, "reduce-scatter + all-gather around a ring; bandwidth-optimal"},

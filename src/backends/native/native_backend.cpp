@@ -8,7 +8,9 @@
 #include "backends/backend.hpp"
 #include "collectives/algorithm.hpp"
 #include "collectives/select.hpp"
+#include "common/env.hpp"
 #include "common/log.hpp"
+#include "transport/shm/shm_group.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace spmd {
@@ -18,9 +20,10 @@ namespace {
 class NativeBackend final : public Backend {
  public:
   explicit NativeBackend(const BackendConfig& c)
-      : config_(c),
-        net_(c.store, c.prefix, c.rank, c.globals),
-        traits_(algo::GroupTraits::of(config_.locality, false, false, config_.deterministic)) {}
+      : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)) {
+    traits_ = algo::GroupTraits::of(config_.locality, shm_ != nullptr, shm_ && shm_->remote_memory(),
+                                    config_.deterministic);
+  }
   const char* name() const override { return "native"; }
 
   void all_reduce(const OpContext& op, TensorView data, ReduceOp rop) override {
@@ -112,9 +115,24 @@ class NativeBackend final : public Backend {
 
   void batch_p2p(const OpContext& op, const std::vector<P2PItem>& items) override { run_batch(net_, op, items); }
 
-  void abort(ErrorKind kind, const std::string& message) noexcept override { net_.abort(kind, message); }
+  void abort(ErrorKind kind, const std::string& message) noexcept override {
+    if (shm_) shm_->abort(kind, message);
+    net_.abort(kind, message);
+  }
 
  private:
+  // The shared segment of this host's members, when there are several (SPMD_SHM=0: none).
+  static std::unique_ptr<shm::ShmGroup> make_shm(const BackendConfig& c) {
+    if (c.locality.local_size() < 2 || env::get("SPMD_SHM").value_or("1") == "0") return nullptr;
+    shm::ShmSetup s;
+    s.store = c.store;
+    s.prefix = c.prefix;
+    for (int r : c.locality.local_ranks()) s.globals.push_back(c.globals[static_cast<size_t>(r)]);
+    s.me = c.locality.local_index();
+    s.timeout = c.timeout;
+    return std::make_unique<shm::ShmGroup>(s);
+  }
+
   int size() const { return static_cast<int>(config_.globals.size()); }
 
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
@@ -123,6 +141,10 @@ class NativeBackend final : public Backend {
     op.sig.algo = algo::algorithm_id(chosen);
     SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq;
     algo::AlgoContext ctx{op, config_.locality, net_};
+    if (traits_.shm) {
+      ctx.shm = shm_.get();
+      ctx.cma = traits_.cma;
+    }
     chosen.run(ctx, args);
   }
 
@@ -159,6 +181,7 @@ class NativeBackend final : public Backend {
 
   BackendConfig config_;
   tcp::TcpTransport net_;
+  std::unique_ptr<shm::ShmGroup> shm_;
   algo::GroupTraits traits_;
 };
 

@@ -8,7 +8,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "spmd/error.hpp"
-#include "transport/tcp/remote_read.hpp"
+#include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace spmd::tcp {

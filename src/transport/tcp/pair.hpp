@@ -40,7 +40,7 @@ class TcpPair {
   // True while the payload of an inline frame is being read (its bytes are not headers).
   bool in_payload = false;
 
-  // Remote reads (remote_read.hpp): whether we read this peer's memory, whether our Remote
+  // Remote reads (transport/remote_memory.hpp): whether we read this peer's memory, whether our Remote
   // frame awaits the peer's ack, and control frames (acks) waiting for our stream to be
   // between frames.
   bool remote_ok = false;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "transport/tcp/remote_read.hpp"
+#include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace spmd::tcp {

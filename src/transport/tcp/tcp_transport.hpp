@@ -2,7 +2,7 @@
 // non-blocking sockets, trying every part and then blocking in poll() on the ones that could
 // not progress, so both directions of a full-duplex exchange move at once and a waiting rank
 // never spins (ranks may outnumber cores). Between ranks of one host the connections are local
-// Unix sockets, and large frames are remote reads (remote_read.hpp): the frame carries the
+// Unix sockets, and large frames are remote reads (transport/remote_memory.hpp): the frame carries the
 // buffer's address, the receiver copies it from the sender's memory and acknowledges.
 #pragma once
 
@@ -34,7 +34,7 @@ class TcpTransport final : public Transport {
   // Bytes of a receive buffer that reduce-on-receive reads into before handing to the sink:
   // small enough to stay in L2 while it is reduced.
   static constexpr size_t kChunkBytes = 128 << 10;
-  // Messages from this size on go by remote read to peers on this host (remote_read.hpp); a
+  // Messages from this size on go by remote read to peers on this host (transport/remote_memory.hpp); a
   // remote read copies at most kRemoteChunkBytes per call so other parts of a step interleave.
   // Measured, P=2 (µs, socket / remote read): one 64 KiB message 14.2 / 16.5, 128 KiB 18.9 /
   // 19.3, 256 KiB 28.7 / 23.0, 512 KiB 51-69 / 32, 1 MiB 141 / 83: the extra round trip of the

@@ -1,4 +1,4 @@
-#include "transport/tcp/remote_read.hpp"
+#include "transport/remote_memory.hpp"
 
 #include <sys/uio.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "common/env.hpp"
 #include "spmd/error.hpp"
 
-namespace spmd::tcp {
+namespace spmd {
 
 namespace {
 volatile uint64_t g_token = 0;  // holds the nonce; peers read it to prove they can reach us
@@ -46,13 +46,17 @@ bool probe_remote(const RemoteIdentity& peer) {
   return n == static_cast<ssize_t>(sizeof value) && value == peer.nonce;
 }
 
-void read_remote(int32_t pid, uint64_t address, void* dst, size_t bytes, int peer_global) {
-  char* out = static_cast<char*>(dst);
+namespace {
+
+// Moves `bytes` between our buffer and the peer's, resuming after partial transfers.
+void transfer(bool reading, int32_t pid, uint64_t address, void* local_buf, size_t bytes, int peer_global) {
+  char* mine = static_cast<char*>(local_buf);
   size_t done = 0;
   while (done < bytes) {
-    iovec local{out + done, bytes - done};
+    iovec local{mine + done, bytes - done};
     iovec remote{reinterpret_cast<void*>(address + done), bytes - done};
-    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    ssize_t n = reading ? ::process_vm_readv(pid, &local, 1, &remote, 1, 0)
+                        : ::process_vm_writev(pid, &local, 1, &remote, 1, 0);
     if (n > 0) {
       done += static_cast<size_t>(n);
       continue;
@@ -60,11 +64,22 @@ void read_remote(int32_t pid, uint64_t address, void* dst, size_t bytes, int pee
     if (n < 0 && errno == EINTR) continue;
     int e = n < 0 ? errno : EFAULT;
     if (e == ESRCH)
-      raise(ErrorKind::PeerLost, "rank " + std::to_string(peer_global) +
-                                     " exited while its buffer was being read (the process probably crashed)");
-    raise(ErrorKind::System, "reading rank " + std::to_string(peer_global) + "'s buffer (process_vm_readv): " +
-                                 std::strerror(e) + " (SPMD_CMA=0 turns remote reads off)");
+      raise(ErrorKind::PeerLost, "rank " + std::to_string(peer_global) + " exited while its buffer was being " +
+                                     (reading ? "read" : "written") + " (the process probably crashed)");
+    raise(ErrorKind::System, std::string(reading ? "reading" : "writing") + " rank " + std::to_string(peer_global) +
+                                 "'s buffer (" + (reading ? "process_vm_readv" : "process_vm_writev") + "): " +
+                                 std::strerror(e) + " (SPMD_CMA=0 turns remote memory access off)");
   }
+}
+
+}  // namespace
+
+void read_remote(int32_t pid, uint64_t address, void* dst, size_t bytes, int peer_global) {
+  transfer(true, pid, address, dst, bytes, peer_global);
+}
+
+void write_remote(int32_t pid, uint64_t address, const void* src, size_t bytes, int peer_global) {
+  transfer(false, pid, address, const_cast<void*>(src), bytes, peer_global);
 }
 
 std::string to_text(const RemoteIdentity& id) {
@@ -86,4 +101,4 @@ RemoteIdentity identity_from_text(const std::string& s) {
   return id;
 }
 
-}  // namespace spmd::tcp
+}  // namespace spmd

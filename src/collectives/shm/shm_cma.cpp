@@ -1,0 +1,219 @@
+// Single-copy shared-memory collectives: ranks publish their buffers' addresses in their
+// records (or, for lists of buffers, in their slots) and read — and for reductions write —
+// each other's memory directly with process_vm_readv/writev. Every input byte is read once and
+// every output byte written once: the memory-bandwidth bound of large messages.
+//
+// Reductions split the vector into one slice per rank (page-aligned); a rank reads its slice
+// of every peer's buffer chunk by chunk into cache-resident scratch, folds in rank order, and
+// writes the result back into every buffer. Ranks touch disjoint slices, so no rank waits for
+// another until the end, where everyone waits for everyone (their buffers stay valid until all
+// transfers into and out of them are done).
+#include "collectives/shm/shm_algorithms.hpp"
+#include "collectives/shm/shm_common.hpp"
+#include "transport/remote_memory.hpp"
+
+namespace spmd::algo {
+
+using namespace shm_detail;
+
+namespace {
+
+constexpr size_t kChunkBytes = 256 << 10;  // per transfer: scratch stays in L2 while folded
+
+struct Peer {
+  int32_t pid;
+  uint64_t address;
+  int global;
+};
+
+// Element range of rank q's slice of n elements, whole pages where the vector allows.
+std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
+  const size_t unit = std::max<size_t>(1, 4096 / es);
+  const size_t units = (n + unit - 1) / unit;
+  size_t b = std::min(n, segment_begin(units, p, q) * unit), e = std::min(n, segment_begin(units, p, q + 1) * unit);
+  return {b, e};
+}
+
+// Posts our record with `address` and returns every rank's buffer address as published.
+std::vector<Peer> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const void* address, size_t bytes) {
+  epoch = g.begin_epoch(op);
+  Record r;
+  r.address = reinterpret_cast<uint64_t>(address);
+  r.bytes = bytes;
+  g.arrive_and_check(epoch, op, r);
+  std::vector<Peer> peers;
+  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), g.record(q, epoch).address, g.global(q)});
+  return peers;
+}
+
+// Lists of buffers (one per rank) are published in the slot as (address, bytes) pairs.
+std::vector<Peer> meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, std::span<const TensorView> blocks) {
+  epoch = g.begin_epoch(op);
+  auto* table = reinterpret_cast<uint64_t*>(g.slot(g.rank(), epoch));
+  for (size_t q = 0; q < blocks.size(); ++q) {
+    table[2 * q] = reinterpret_cast<uint64_t>(blocks[q].data);
+    table[2 * q + 1] = blocks[q].bytes();
+  }
+  g.arrive_and_check(epoch, op, Record{});
+  std::vector<Peer> peers;
+  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), 0, g.global(q)});
+  return peers;
+}
+
+// Rank q's entry for rank `to` in its published table.
+std::pair<uint64_t, uint64_t> entry(ShmGroup& g, uint64_t epoch, int q, int to) {
+  const auto* table = reinterpret_cast<const uint64_t*>(g.slot(q, epoch));
+  return {table[2 * to], table[2 * to + 1]};
+}
+
+void finish(ShmGroup& g, uint64_t epoch, const OpContext& op) {
+  g.post_step(epoch, 1);
+  g.wait_all_steps(epoch, 1, op);
+}
+
+// Folds our slice of every rank's buffer (in rank order) and writes the result to `targets`
+// (ranks whose buffers receive it; ours is written locally). `own` is our input, which is
+// never modified unless we are a target.
+void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& a, char* own,
+                   const std::vector<int>& targets) {
+  const int p = g.size(), me = g.rank();
+  const size_t es = dtype_size(a.data.dtype);
+  auto [lo, hi] = slice(a.data.count, es, p, me);
+  const size_t chunk = std::max<size_t>(1, kChunkBytes / es);
+  char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
+  auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
+  char* acc = buf(p);
+  for (size_t at = lo; at < hi; at += chunk) {
+    const size_t m = std::min(chunk, hi - at), bytes = m * es, off = at * es;
+    for (int q = 0; q < p; ++q)
+      if (q != me) read_remote(peers[q].pid, peers[q].address + off, buf(q), bytes, peers[q].global);
+    fold_in_rank_order(a.fn, acc, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, bytes);
+    for (int q : targets) {
+      if (q == me) std::memcpy(own + off, acc, bytes);
+      else write_remote(peers[q].pid, peers[q].address + off, acc, bytes, peers[q].global);
+    }
+  }
+}
+
+}  // namespace
+
+void shm_cma_all_reduce(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  std::vector<int> everyone(static_cast<size_t>(g.size()));
+  for (int q = 0; q < g.size(); ++q) everyone[static_cast<size_t>(q)] = q;
+  reduce_slices(g, peers, a, static_cast<char*>(a.data.data), everyone);
+  finish(g, e, c.op);
+}
+
+void shm_cma_reduce(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  reduce_slices(g, peers, a, static_cast<char*>(a.data.data), {a.root});
+  finish(g, e, c.op);
+}
+
+void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  if (g.rank() != a.root) {
+    const Peer& root = peers[static_cast<size_t>(a.root)];
+    read_remote(root.pid, root.address, a.data.data, a.data.bytes(), root.global);
+    g.post_step(e, 1);
+  } else {
+    g.wait_all_steps(e, 1, c.op);  // our buffer stays valid until every rank has read it
+  }
+}
+
+void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  for (int k = 1; k < g.size(); ++k) {
+    const int q = (g.rank() + k) % g.size();
+    read_remote(peers[q].pid, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes(), peers[q].global);
+  }
+  finish(g, e, c.op);
+}
+
+void shm_cma_gather(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  if (g.rank() == a.root) {
+    for (int q = 0; q < g.size(); ++q)
+      if (q != a.root)
+        read_remote(peers[q].pid, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes(), peers[q].global);
+    if (a.blocks[static_cast<size_t>(a.root)].data != a.data.data)
+      std::memcpy(a.blocks[static_cast<size_t>(a.root)].data, a.data.data, a.data.bytes());
+    g.post_step(e, 1);
+  } else {
+    g.wait_step(a.root, e, 1, c.op);  // our input stays valid until the root has read it
+  }
+}
+
+void shm_cma_scatter(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  uint64_t e = 0;
+  std::vector<TensorView> none(static_cast<size_t>(g.size()));
+  auto peers = meet_lists(g, c.op, e, g.rank() == a.root ? a.blocks : std::span<const TensorView>(none));
+  if (g.rank() == a.root) {
+    const TensorView& own = a.blocks[static_cast<size_t>(a.root)];
+    if (own.data != a.data.data) std::memcpy(a.data.data, own.data, a.data.bytes());
+    g.wait_all_steps(e, 1, c.op);
+  } else {
+    auto [address, bytes] = entry(g, e, a.root, g.rank());
+    const Peer& root = peers[static_cast<size_t>(a.root)];
+    read_remote(root.pid, address, a.data.data, std::min<uint64_t>(bytes, a.data.bytes()), root.global);
+    g.post_step(e, 1);
+  }
+}
+
+void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const int p = g.size(), me = g.rank();
+  uint64_t e = 0;
+  auto peers = meet_lists(g, c.op, e, a.blocks);
+  const size_t es = dtype_size(a.data.dtype), bytes = a.data.bytes();
+  const size_t chunk = std::max<size_t>(1, kChunkBytes / es);
+  char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
+  auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
+  const char* own = static_cast<const char*>(a.blocks[static_cast<size_t>(me)].data);
+  for (size_t at = 0; at < a.data.count; at += chunk) {
+    const size_t m = std::min(chunk, a.data.count - at), off = at * es;
+    for (int q = 0; q < p; ++q)
+      if (q != me) read_remote(peers[q].pid, entry(g, e, q, me).first + off, buf(q), m * es, peers[q].global);
+    fold_in_rank_order(a.fn, buf(p), p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
+    std::memcpy(static_cast<char*>(a.data.data) + off, buf(p), m * es);
+  }
+  (void)bytes;
+  finish(g, e, c.op);
+}
+
+void shm_cma_all_to_all(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const int p = g.size(), me = g.rank();
+  uint64_t e = 0;
+  auto peers = meet_lists(g, c.op, e, a.blocks);
+  for (int k = 0; k < p; ++k) {
+    const int q = (me + k) % p;
+    const TensorView& out = a.blocks2[static_cast<size_t>(q)];
+    auto [address, bytes] = entry(g, e, q, me);
+    if (bytes != out.bytes())
+      raise(ErrorKind::Mismatch, "rank " + std::to_string(g.global(me)) + " in all_to_all: rank " +
+                                     std::to_string(g.global(q)) + " sends " + std::to_string(bytes) +
+                                     " bytes to it, which expects " + std::to_string(out.bytes()) +
+                                     " (the ranks' split sizes disagree)");
+    if (q == me) {
+      if (out.data != a.blocks[static_cast<size_t>(me)].data) std::memmove(out.data, a.blocks[static_cast<size_t>(me)].data, bytes);
+    } else {
+      read_remote(peers[q].pid, address, out.data, bytes, peers[q].global);
+    }
+  }
+  finish(g, e, c.op);
+}
+
+}  // namespace spmd::algo

@@ -1,0 +1,35 @@
+// Helpers shared by the shared-memory algorithms (collectives/shm/): running a call as rounds
+// of epochs over the slots, and folding slots in rank order.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/algorithm.hpp"
+#include "transport/shm/shm_group.hpp"
+
+namespace spmd::algo::shm_detail {
+
+using spmd::shm::kSlotBytes;
+using spmd::shm::Record;
+using spmd::shm::ShmGroup;
+
+// dst = src[0] op src[1] op ... op src[P-1] over n elements: a left fold in rank order, so every
+// rank that folds the same inputs gets the same bits, whatever the algorithm or timing.
+template <typename Src>
+void fold_in_rank_order(ReduceFn fn, void* dst, int p, Src&& src, size_t n, size_t bytes) {
+  if (n == 0) return;
+  if (p == 1) {
+    if (dst != src(0)) std::memmove(dst, src(0), bytes);
+    return;
+  }
+  fn(dst, src(0), src(1), n);
+  for (int q = 2; q < p; ++q) fn(dst, dst, src(q), n);
+}
+
+// Elements per round so that `per_element_bytes * elements` fits `capacity` (at least 1).
+inline size_t elements_per_round(size_t capacity, size_t per_element_bytes) {
+  return std::max<size_t>(1, capacity / std::max<size_t>(1, per_element_bytes));
+}
+
+}  // namespace spmd::algo::shm_detail

@@ -1,0 +1,152 @@
+// Flat shared-memory collectives: every rank copies what it contributes into its slot, posts
+// its record, waits for everyone's (checking they all made the same call) and reads what it
+// needs straight from the others' slots. One synchronisation per round of at most one slot
+// (kSlotBytes) per rank: the latency choice for small messages. Larger messages run in rounds,
+// each round an epoch; slots alternate by epoch parity, so a rank copies round k+1 in while
+// slower ranks still read round k.
+#include "collectives/shm/shm_common.hpp"
+#include "collectives/shm/shm_algorithms.hpp"
+
+namespace spmd::algo {
+
+using namespace shm_detail;
+
+namespace {
+
+// Runs `round(epoch, first_element, elements)` over [0, n) in rounds of `per_round` elements
+// (one round when n == 0, so empty calls still synchronise and check).
+template <typename Round>
+void in_rounds(size_t n, size_t per_round, Round&& round) {
+  size_t done = 0;
+  do {
+    size_t m = std::min(per_round, n - done);
+    round(done, m);
+    done += m;
+  } while (done < n);
+}
+
+}  // namespace
+
+void shm_flat_all_reduce(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const size_t es = dtype_size(a.data.dtype);
+  char* data = static_cast<char*>(a.data.data);
+  in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    std::memcpy(g.slot(g.rank(), e), data + first * es, m * es);
+    g.arrive_and_check(e, c.op, Record{});
+    fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
+  });
+}
+
+void shm_flat_reduce(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const size_t es = dtype_size(a.data.dtype);
+  char* data = static_cast<char*>(a.data.data);
+  in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    std::memcpy(g.slot(g.rank(), e), data + first * es, m * es);
+    g.arrive_and_check(e, c.op, Record{});
+    if (g.rank() == a.root)
+      fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
+  });
+}
+
+void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  char* data = static_cast<char*>(a.data.data);
+  in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    if (g.rank() == a.root) std::memcpy(g.slot(g.rank(), e), data + first, m);
+    g.arrive_and_check(e, c.op, Record{});
+    if (g.rank() != a.root) std::memcpy(data + first, g.slot(a.root, e), m);
+  });
+}
+
+// all_gather (every rank keeps every block) and gather (the root keeps them).
+void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
+  ShmGroup& g = *c.shm;
+  const char* input = static_cast<const char*>(a.data.data);
+  in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    std::memcpy(g.slot(g.rank(), e), input + first, m);
+    g.arrive_and_check(e, c.op, Record{});
+    if (!everyone && g.rank() != a.root) return;
+    for (int q = 0; q < g.size(); ++q) {
+      char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
+      if (out + first != input + first) std::memcpy(out + first, g.slot(q, e), m);
+    }
+  });
+}
+
+void shm_flat_all_gather(AlgoContext& c, const CollArgs& a) { shm_flat_gather_blocks(c, a, true); }
+void shm_flat_gather(AlgoContext& c, const CollArgs& a) { shm_flat_gather_blocks(c, a, false); }
+
+void shm_flat_scatter(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const size_t block = a.data.bytes(), p = static_cast<size_t>(g.size());
+  const size_t per_round = std::max<size_t>(1, kSlotBytes / p);  // bytes of each block per round
+  in_rounds(block, per_round, [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    if (g.rank() == a.root)
+      for (size_t q = 0; q < p; ++q) std::memcpy(g.slot(g.rank(), e) + q * m, static_cast<const char*>(a.blocks[q].data) + first, m);
+    g.arrive_and_check(e, c.op, Record{});
+    std::memcpy(static_cast<char*>(a.data.data) + first, g.slot(a.root, e) + static_cast<size_t>(g.rank()) * m, m);
+  });
+}
+
+void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const size_t es = dtype_size(a.data.dtype), p = static_cast<size_t>(g.size());
+  const size_t me = static_cast<size_t>(g.rank());
+  in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
+    uint64_t e = g.begin_epoch(c.op);
+    for (size_t q = 0; q < p; ++q)
+      std::memcpy(g.slot(g.rank(), e) + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
+    g.arrive_and_check(e, c.op, Record{});
+    fold_in_rank_order(a.fn, static_cast<char*>(a.data.data) + first * es, g.size(),
+                       [&](int q) { return g.slot(q, e) + me * m * es; }, m, m * es);
+  });
+}
+
+// The slot holds a table (offset and size of the block for each rank) and then the blocks, so
+// uneven splits work; a block larger than the slot needs another algorithm.
+void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const size_t p = static_cast<size_t>(g.size()), me = static_cast<size_t>(g.rank());
+  const size_t table = 2 * p * sizeof(uint64_t);
+  size_t total = table;
+  for (size_t q = 0; q < p; ++q) total += a.blocks[q].bytes();
+  if (total > kSlotBytes)
+    raise(ErrorKind::InvalidArgument, "all_to_all via shm_flat carries at most " + std::to_string(kSlotBytes - table) +
+                                          " bytes per rank, this rank sends " + std::to_string(total - table) +
+                                          " (leave SPMD_ALGO unset for all_to_all, or choose shm_cma or pairwise)");
+  uint64_t e = g.begin_epoch(c.op);
+  char* mine = g.slot(g.rank(), e);
+  auto* offsets = reinterpret_cast<uint64_t*>(mine);
+  size_t at = table;
+  for (size_t q = 0; q < p; ++q) {
+    offsets[2 * q] = at;
+    offsets[2 * q + 1] = a.blocks[q].bytes();
+    std::memcpy(mine + at, a.blocks[q].data, a.blocks[q].bytes());
+    at += a.blocks[q].bytes();
+  }
+  g.arrive_and_check(e, c.op, Record{});
+  for (size_t q = 0; q < p; ++q) {
+    const auto* theirs = reinterpret_cast<const uint64_t*>(g.slot(static_cast<int>(q), e));
+    const TensorView& out = a.blocks2[q];
+    if (theirs[2 * me + 1] != out.bytes())
+      raise(ErrorKind::Mismatch, "rank " + std::to_string(g.global(g.rank())) + " in all_to_all: rank " +
+                                     std::to_string(g.global(static_cast<int>(q))) + " sends " +
+                                     std::to_string(theirs[2 * me + 1]) + " bytes to it, which expects " +
+                                     std::to_string(out.bytes()) + " (the ranks' split sizes disagree)");
+    std::memcpy(out.data, g.slot(static_cast<int>(q), e) + theirs[2 * me], out.bytes());
+  }
+}
+
+void shm_flat_barrier(AlgoContext& c, const CollArgs&) {
+  ShmGroup& g = *c.shm;
+  g.arrive_and_check(g.begin_epoch(c.op), c.op, Record{});
+}
+
+}  // namespace spmd::algo

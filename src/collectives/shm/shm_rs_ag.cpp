@@ -1,0 +1,40 @@
+// Reduce-scatter + all-gather through the slots (all_reduce, mid sizes, or when ranks cannot
+// reach each other's memory). Per round every rank copies its part of the vector into its
+// slot; after the arrival check each rank folds its own sub-slice of every slot in rank order
+// into its output and publishes it in its slot (step 1); then it copies the other sub-slices
+// from their owners' slots. P ranks reduce on P cores, and every result element is computed
+// once, so all ranks hold the same bits.
+#include "collectives/shm/shm_algorithms.hpp"
+#include "collectives/shm/shm_common.hpp"
+
+namespace spmd::algo {
+
+using namespace shm_detail;
+
+void shm_rs_ag_all_reduce(AlgoContext& c, const CollArgs& a) {
+  ShmGroup& g = *c.shm;
+  const int p = g.size(), me = g.rank();
+  const size_t es = dtype_size(a.data.dtype), n = a.data.count;
+  char* data = static_cast<char*>(a.data.data);
+  const size_t per_round = elements_per_round(kSlotBytes, es);
+  size_t first = 0;
+  do {
+    const size_t m = std::min(per_round, n - first);
+    const uint64_t e = g.begin_epoch(c.op);
+    std::memcpy(g.slot(me, e), data + first * es, m * es);
+    g.arrive_and_check(e, c.op, Record{});
+    auto sub = [&](int q) { return segment_begin(m, p, q) * es; };
+    const size_t lo = sub(me), len = sub(me + 1) - lo;
+    fold_in_rank_order(a.fn, data + first * es + lo, p, [&](int q) { return g.slot(q, e) + lo; }, len / es, len);
+    std::memcpy(g.slot(me, e) + lo, data + first * es + lo, len);
+    g.post_step(e, 1);
+    for (int k = 1; k < p; ++k) {
+      const int q = (me + k) % p;  // start with different owners so readers spread out
+      g.wait_step(q, e, 1, c.op);
+      std::memcpy(data + first * es + sub(q), g.slot(q, e) + sub(q), sub(q + 1) - sub(q));
+    }
+    first += m;
+  } while (first < n);
+}
+
+}  // namespace spmd::algo

@@ -1,0 +1,131 @@
+#include "transport/shm/segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <random>
+#include <utility>
+
+#include "common/fd.hpp"
+#include "core/call.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::shm {
+
+namespace {
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+[[noreturn]] void fail(const std::string& what, const std::string& name) {
+  int e = errno;
+  raise(ErrorKind::System, what + " shared-memory segment " + name + ": " + std::strerror(e) +
+                               (e == ENOSPC || e == ENOMEM ? " (is /dev/shm full?)" : "") +
+                               "; SPMD_SHM=0 runs without shared memory");
+}
+
+}  // namespace
+
+Layout::Layout(int n) : ranks(n) {
+  const auto un = static_cast<size_t>(n);
+  lines = round_up(sizeof(SegmentHeader), 4096);
+  slots = round_up(lines + un * sizeof(RankLines), 4096);
+  pipes = slots + un * 2 * kSlotBytes;
+  rings = round_up(pipes + un * un * sizeof(PipeLines), 4096);
+  total = rings + un * un * kPipeBytes;
+}
+
+std::string segment_name_prefix(int pid) { return "/spmd." + std::to_string(pid) + "."; }
+
+Segment::Segment(std::string name, int ranks, char* base, bool owner)
+    : name_(std::move(name)), layout_(ranks), base_(base), linked_(owner) {}
+
+Segment::Segment(Segment&& o) noexcept
+    : name_(std::move(o.name_)),
+      layout_(o.layout_),
+      base_(std::exchange(o.base_, nullptr)),
+      linked_(std::exchange(o.linked_, false)) {}
+
+Segment& Segment::operator=(Segment&& o) noexcept {
+  if (this != &o) {
+    unlink();
+    if (base_) ::munmap(base_, layout_.total);
+    name_ = std::move(o.name_);
+    layout_ = o.layout_;
+    base_ = std::exchange(o.base_, nullptr);
+    linked_ = std::exchange(o.linked_, false);
+  }
+  return *this;
+}
+
+Segment::~Segment() {
+  unlink();
+  if (base_) ::munmap(base_, layout_.total);
+}
+
+void Segment::unlink() noexcept {
+  if (linked_) ::shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+Segment Segment::create(int ranks, const std::string& group) {
+  if (ranks < 1 || ranks > kMaxRanks)
+    raise(ErrorKind::InvalidArgument, "a shared-memory segment serves 1.." + std::to_string(kMaxRanks) +
+                                          " ranks of one host, not " + std::to_string(ranks) + " (SPMD_SHM=0)");
+  Layout layout(ranks);
+  std::random_device rd;
+  std::string name;
+  Fd fd;
+  for (int attempt = 0; attempt < 8 && !fd; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "%08x.%08x", hash_name(group), rd());
+    name = segment_name_prefix(::getpid()) + suffix;
+    fd.reset(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd && errno != EEXIST) fail("creating", name);
+  }
+  if (!fd) fail("creating", name);
+  if (::ftruncate(fd.get(), static_cast<off_t>(layout.total)) != 0) {
+    ::shm_unlink(name.c_str());
+    fail("sizing", name);
+  }
+  void* p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    fail("mapping", name);
+  }
+  Segment s(name, ranks, static_cast<char*>(p), true);
+  // ftruncate zero-filled it; construct the atomics in place (trivially, as zeros).
+  auto* h = new (p) SegmentHeader();
+  for (int r = 0; r < ranks; ++r) new (&s.lines(r)) RankLines();
+  for (int a = 0; a < ranks; ++a)
+    for (int b = 0; b < ranks; ++b) new (&s.pipe(a, b)) PipeLines();
+  h->ranks = static_cast<uint32_t>(ranks);
+  h->bytes = layout.total;
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kSegmentMagic;
+  return s;
+}
+
+Segment Segment::open(const std::string& name, int ranks) {
+  Fd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
+  if (!fd) fail("opening", name);
+  Layout layout(ranks);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != layout.total)
+    raise(ErrorKind::System, "shared-memory segment " + name + " has " + std::to_string(st.st_size) +
+                                 " bytes, expected " + std::to_string(layout.total) +
+                                 " (do the ranks run the same spmd version?)");
+  void* p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) fail("mapping", name);
+  Segment s(name, ranks, static_cast<char*>(p), false);
+  if (s.header().magic != kSegmentMagic || s.header().ranks != static_cast<uint32_t>(ranks))
+    raise(ErrorKind::System, "shared-memory segment " + name + " is not laid out for " + std::to_string(ranks) +
+                                 " ranks (do the ranks run the same spmd version?)");
+  return s;
+}
+
+}  // namespace spmd::shm

@@ -1,0 +1,126 @@
+// The shared segment of one group's ranks on one host: its layout and its lifetime.
+//
+// Layout (every field that one rank writes and others poll sits in a cache line of its own, so
+// a rank spinning on a peer's flag never slows the peer's writes to its own):
+//   SegmentHeader                     setup barriers, the abort record
+//   RankLines[ranks]                  per rank: arrive, step, doorbell (futex) + sleeping,
+//                                     identity (pid, remote-memory token), call records
+//   slots[ranks][2]                   per rank and epoch parity: kSlotBytes of data
+//   PipeLines[ranks*ranks] + rings    one single-producer/single-consumer byte pipe per
+//                                     ordered pair (point to point, and steps of TCP-style
+//                                     algorithms over shared memory)
+//
+// Lifetime: the host's leader creates it under a fresh name in /dev/shm and publishes the name
+// through the store; every local rank maps it and counts itself in; the last one to arrive
+// unlinks the name, so from then on a crash leaks nothing (the memory goes with the last
+// mapping). spmdrun removes names of its workers that a crash left behind during set-up.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace spmd::shm {
+
+constexpr size_t kLine = 64;
+constexpr size_t kSlotBytes = 256 << 10;  // data per rank per epoch parity
+constexpr size_t kPipeBytes = 64 << 10;   // ring of each ordered pair
+constexpr uint32_t kSegmentMagic = 0x53484d53;
+constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)
+
+// One rank's call in one epoch: compared by every other local rank.
+struct Record {
+  uint64_t epoch = 0;
+  uint64_t seq = 0;        // the call's number in its group
+  uint64_t count = 0;
+  int32_t root = -1;
+  uint8_t collective = 0, dtype = 0, op = 0, p2p = 0;
+  uint16_t algo = 0;
+  uint16_t phase = 0;      // which use of the segment within the call (hierarchical algorithms)
+  uint64_t address = 0;    // the rank's buffer, for remote-memory algorithms
+  uint64_t bytes = 0;      // bytes this rank contributes (sizes that differ by rank)
+};
+
+struct SegmentHeader {
+  uint32_t magic = 0;
+  uint32_t ranks = 0;
+  uint64_t bytes = 0;
+  alignas(kLine) std::atomic<uint32_t> attached{0};  // set-up: ranks that mapped the segment
+  alignas(kLine) std::atomic<uint32_t> probed{0};    // set-up: ranks that published their probes
+  alignas(kLine) std::atomic<uint32_t> abort_kind{0};  // 0, or ErrorKind + 1 once a rank failed
+  int32_t abort_rank = -1;                              // global rank that failed first
+  char abort_text[1024] = {};
+};
+
+struct RankLines {
+  alignas(kLine) std::atomic<uint64_t> arrive{0};  // last epoch whose record this rank posted
+  alignas(kLine) std::atomic<uint64_t> step{0};    // (epoch << 16) | step within the epoch
+  alignas(kLine) std::atomic<uint32_t> doorbell{0};  // futex word this rank sleeps on
+  std::atomic<uint32_t> sleeping{0};                 // 1 while it may be asleep on it
+  std::atomic<uint32_t> left{0};                     // 1 once this rank destroyed its group
+  alignas(kLine) int32_t pid = 0;
+  int32_t global_rank = -1;
+  uint32_t remote_ok = 0;  // set-up: 1 when this rank can reach every peer's memory
+  uint64_t token_address = 0;
+  uint64_t nonce = 0;
+  alignas(kLine) Record record[2];  // by epoch parity
+};
+
+struct PipeLines {
+  alignas(kLine) std::atomic<uint64_t> head{0};  // bytes the producer has written
+  alignas(kLine) std::atomic<uint64_t> tail{0};  // bytes the consumer has taken
+};
+
+// Byte offsets of each part for `ranks` local ranks.
+struct Layout {
+  explicit Layout(int ranks);
+  int ranks;
+  size_t lines, slots, pipes, rings, total;
+};
+
+// A mapping of the segment (RAII: unmapped on destruction).
+class Segment {
+ public:
+  // Creates a fresh segment for `ranks` ranks, named after this process; zero-filled.
+  static Segment create(int ranks, const std::string& group);
+  // Maps the segment another rank created; raises System naming it if it cannot.
+  static Segment open(const std::string& name, int ranks);
+  Segment() = default;
+  Segment(Segment&& o) noexcept;
+  Segment& operator=(Segment&& o) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();
+
+  const std::string& name() const { return name_; }
+  // Removes the name (idempotent): the mapping stays valid.
+  void unlink() noexcept;
+
+  SegmentHeader& header() const { return *reinterpret_cast<SegmentHeader*>(base_); }
+  RankLines& lines(int r) const {
+    return reinterpret_cast<RankLines*>(base_ + layout_.lines)[r];
+  }
+  char* slot(int r, uint64_t epoch) const {
+    return base_ + layout_.slots + (static_cast<size_t>(r) * 2 + (epoch & 1)) * kSlotBytes;
+  }
+  PipeLines& pipe(int from, int to) const {
+    return reinterpret_cast<PipeLines*>(base_ + layout_.pipes)[static_cast<size_t>(from) * layout_.ranks + to];
+  }
+  char* ring(int from, int to) const {
+    return base_ + layout_.rings + (static_cast<size_t>(from) * layout_.ranks + to) * kPipeBytes;
+  }
+
+ private:
+  Segment(std::string name, int ranks, char* base, bool owner);
+  std::string name_;
+  Layout layout_{1};
+  char* base_ = nullptr;
+  bool linked_ = false;  // we created the name and have not unlinked it yet
+};
+
+// Names of segments created by process `pid` ("/dev/shm/spmd.<pid>.*"), for clean-up by a
+// launcher after a crash.
+std::string segment_name_prefix(int pid);
+
+}  // namespace spmd::shm

@@ -1,0 +1,309 @@
+#include "transport/shm/shm_group.hpp"
+
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <map>
+
+#include "common/env.hpp"
+#include "common/error_text.hpp"
+#include "common/log.hpp"
+#include "transport/remote_memory.hpp"
+
+namespace spmd::shm {
+
+namespace {
+
+constexpr uint32_t kAbortWriting = 0xffffffffu;  // abort_kind while the first failing rank writes its text
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
+  timespec ts{static_cast<time_t>(at_most.count() / 1000000000), static_cast<long>(at_most.count() % 1000000000)};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+void futex_wake(std::atomic<uint32_t>& word, int waiters) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, waiters, nullptr, nullptr, 0);
+}
+
+int online_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+CallSignature signature_of(const Record& r) {
+  return CallSignature{static_cast<Collective>(r.collective), static_cast<DType>(r.dtype), static_cast<ReduceOp>(r.op),
+                       r.root, r.count, r.algo};
+}
+
+bool same_call(const Record& a, const Record& b) {
+  return a.epoch == b.epoch && a.seq == b.seq && a.count == b.count && a.root == b.root &&
+         a.collective == b.collective && a.dtype == b.dtype && a.op == b.op && a.p2p == b.p2p && a.algo == b.algo &&
+         a.phase == b.phase;
+}
+
+std::string ranks_text(const std::vector<int>& r) {
+  std::string s = r.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
+  return s;
+}
+
+}  // namespace
+
+ShmGroup::ShmGroup(const ShmSetup& setup)
+    : globals_(setup.globals), me_(setup.me), prefix_(setup.prefix), timeout_(setup.timeout) {
+  const int n = size();
+  const std::string key = prefix_ + "/shm/" + std::to_string(globals_.front());
+  const std::string here = "rank " + std::to_string(global(me_)) + " setting up shared memory for group " + prefix_;
+  if (me_ == 0) {
+    seg_ = Segment::create(n, prefix_);
+    setup.store->set(key, to_bytes(seg_.name()));
+  } else {
+    seg_ = Segment::open(to_string(setup.store->get(key, timeout_)), n);
+  }
+  const RemoteIdentity& id = self_identity();
+  RankLines& mine = seg_.lines(me_);
+  mine.pid = id.pid;
+  mine.global_rank = global(me_);
+  mine.token_address = id.token_address;
+  mine.nonce = id.nonce;
+  setup_barrier(seg_.header().attached, "map the segment", here);
+  seg_.unlink();  // everyone mapped it: nothing to leak from here on (the last one in removed the name)
+
+  bool reach_all = remote_reads_enabled();
+  for (int q = 0; q < n && reach_all; ++q)
+    if (q != me_) reach_all = probe_remote(RemoteIdentity{lines(q).pid, lines(q).token_address, lines(q).nonce});
+  mine.remote_ok = reach_all ? 1 : 0;
+  setup_barrier(seg_.header().probed, "probe each other's memory", here);
+  remote_memory_ = true;
+  for (int q = 0; q < n; ++q) remote_memory_ = remote_memory_ && lines(q).remote_ok != 0;
+
+  pidfds_.resize(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q)
+    if (q != me_ && lines(q).pid != id.pid)
+      pidfds_[static_cast<size_t>(q)].reset(static_cast<int>(::syscall(SYS_pidfd_open, lines(q).pid, 0)));
+
+  const bool spare_cores = n <= online_cpus();
+  spin_ = std::chrono::microseconds(env::get_int("SPMD_SHM_SPIN_US").value_or(spare_cores ? 20 : 0));
+  yield_ = std::chrono::microseconds(env::get_int("SPMD_SHM_YIELD_US").value_or(200));
+  SPMD_LOG(Info) << "group " << prefix_ << ": " << n << " local ranks share segment " << seg_.name()
+                 << (remote_memory_ ? " (single-copy remote memory on)" : " (remote memory off)");
+}
+
+ShmGroup::~ShmGroup() {
+  seg_.lines(me_).left.store(1, std::memory_order_seq_cst);
+  notify_all();
+}
+
+void ShmGroup::setup_barrier(std::atomic<uint32_t>& counter, const char* what, const std::string& where_text) {
+  const auto n = static_cast<uint32_t>(size());
+  uint32_t now = counter.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (now == n) {
+    if (&counter == &seg_.header().attached) ::shm_unlink(seg_.name().c_str());
+    futex_wake(counter, INT_MAX);
+    return;
+  }
+  Deadline deadline(timeout_);
+  while ((now = counter.load(std::memory_order_acquire)) < n) {
+    if (deadline.expired())
+      raise(ErrorKind::Timeout, where_text + ": only " + std::to_string(now) + " of " + std::to_string(n) +
+                                    " local ranks came to " + what + " within " + seconds_text(timeout_) +
+                                    " s (did a rank die while creating the group?)");
+    futex_wait(counter, now, std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(10), deadline.remaining()));
+  }
+}
+
+bool ShmGroup::idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start) const {
+  ++spins;
+  if ((spins & 63) != 0) {
+    cpu_relax();
+    return false;
+  }
+  auto waited = std::chrono::steady_clock::now() - start;
+  if (waited < spin_) {
+    cpu_relax();
+    return false;
+  }
+  if (waited < spin_ + yield_) {
+    ::sched_yield();
+    spins |= 63;  // check the clock after every yield
+    return false;
+  }
+  return true;
+}
+
+void ShmGroup::sleep_once(uint32_t seen, const OpContext& op) {
+  RankLines& mine = seg_.lines(me_);
+  auto slice = std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(10), op.deadline.remaining());
+  if (slice.count() > 0) futex_wait(mine.doorbell, seen, slice);
+  mine.sleeping.store(0, std::memory_order_relaxed);
+}
+
+void ShmGroup::check_health(const OpContext& op, std::string (*describe)(const void*), const void* ctx) const {
+  check_usable();
+  check_peers_alive(op);
+  if (op.deadline.expired())
+    raise(ErrorKind::Timeout, where(op) + ": " + describe(ctx) + " after " + seconds_text(op.timeout) +
+                                  " s (is that rank stuck, or in another collective? SPMD_TIMEOUT sets the limit)");
+}
+
+void ShmGroup::check_peers_alive(const OpContext& op) const {
+  for (int q = 0; q < size(); ++q)
+    if (q != me_ && seg_.lines(q).left.load(std::memory_order_acquire))
+      raise(ErrorKind::PeerLost, where(op) + ": rank " + std::to_string(global(q)) +
+                                     " left the group (it destroyed its process group or finished early)");
+  std::vector<pollfd> fds;
+  std::vector<int> who;
+  for (size_t q = 0; q < pidfds_.size(); ++q)
+    if (pidfds_[q]) {
+      fds.push_back({pidfds_[q].get(), POLLIN, 0});
+      who.push_back(static_cast<int>(q));
+    }
+  if (fds.empty() || retry_eintr([&] { return ::poll(fds.data(), fds.size(), 0); }) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents)
+      raise(ErrorKind::PeerLost, where(op) + ": rank " + std::to_string(global(who[i])) + " (pid " +
+                                     std::to_string(pid(who[i])) +
+                                     ", on this host) exited (it probably crashed; its own output says why)");
+}
+
+void ShmGroup::notify(int local) {
+  RankLines& l = seg_.lines(local);
+  if (l.sleeping.load(std::memory_order_seq_cst)) {
+    l.doorbell.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(l.doorbell, 1);
+  }
+}
+
+void ShmGroup::notify_all() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (int q = 0; q < size(); ++q)
+    if (q != me_) notify(q);
+}
+
+uint64_t ShmGroup::begin_epoch(const OpContext& op) {
+  check_usable();
+  const uint64_t e = ++epoch_;
+  if (e == 1) return e;
+  auto ready = [&] {
+    for (int q = 0; q < size(); ++q)
+      if (seg_.lines(q).arrive.load(std::memory_order_acquire) < e - 1) return false;
+    return true;
+  };
+  wait(ready, op, [&] {
+    std::vector<int> late;
+    for (int q = 0; q < size(); ++q)
+      if (seg_.lines(q).arrive.load() < e - 1) late.push_back(global(q));
+    return ranks_text(late) + " did not finish the previous shared-memory call";
+  });
+  return e;
+}
+
+void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine) {
+  mine.epoch = epoch;
+  mine.seq = op.p2p ? 0 : op.seq;
+  mine.count = op.sig.count;
+  mine.root = op.sig.root;
+  mine.collective = static_cast<uint8_t>(op.sig.collective);
+  mine.dtype = static_cast<uint8_t>(op.sig.dtype);
+  mine.op = static_cast<uint8_t>(op.sig.op);
+  mine.algo = op.sig.algo;
+  RankLines& l = seg_.lines(me_);
+  l.record[epoch & 1] = mine;
+  l.arrive.store(epoch, std::memory_order_seq_cst);
+  notify_all();
+  auto ready = [&] {
+    for (int q = 0; q < size(); ++q)
+      if (seg_.lines(q).arrive.load(std::memory_order_acquire) < epoch) return false;
+    return true;
+  };
+  wait(ready, op, [&] {
+    std::vector<int> late;
+    for (int q = 0; q < size(); ++q)
+      if (seg_.lines(q).arrive.load() < epoch) late.push_back(global(q));
+    return ranks_text(late) + (late.size() == 1 ? " has" : " have") + " not entered this call";
+  });
+  for (int q = 0; q < size(); ++q)
+    if (q != me_ && !same_call(record(q, epoch), mine)) raise_mismatch(epoch, op, mine);
+}
+
+void ShmGroup::raise_mismatch(uint64_t epoch, const OpContext& op, const Record& mine) const {
+  // Group the local ranks by what they called, ours first.
+  std::vector<std::pair<const Record*, std::vector<int>>> calls{{&mine, {}}};
+  for (int q = 0; q < size(); ++q) {
+    const Record& r = q == me_ ? mine : record(q, epoch);
+    auto it = std::find_if(calls.begin(), calls.end(), [&](auto& c) { return same_call(*c.first, r); });
+    if (it == calls.end()) calls.push_back({&r, {global(q)}});
+    else it->second.push_back(global(q));
+  }
+  std::string text;
+  bool same_signatures = true;
+  for (auto& [rec, ranks] : calls) {
+    same_signatures = same_signatures && signature_of(*rec) == signature_of(mine) && rec->phase == mine.phase;
+    text += (text.empty() ? "" : "; ") + ranks_text(ranks) + " called " + describe(signature_of(*rec)) +
+            " as call #" + std::to_string(rec->seq);
+  }
+  const std::string head = "rank " + std::to_string(global(me_)) + " in " + describe(op.sig) + ", group " + prefix_ + ": ";
+  if (same_signatures)
+    raise(ErrorKind::Mismatch, head + text + ": the ranks issued a different number of collectives");
+  raise(ErrorKind::Mismatch, head + text + ": every rank of a group must issue the same collectives in the same order");
+}
+
+void ShmGroup::post_step(uint64_t epoch, int k) {
+  seg_.lines(me_).step.store((epoch << 16) | static_cast<uint64_t>(k), std::memory_order_seq_cst);
+  notify_all();
+}
+
+void ShmGroup::wait_step(int local, uint64_t epoch, int k, const OpContext& op) {
+  const uint64_t want = (epoch << 16) | static_cast<uint64_t>(k);
+  std::atomic<uint64_t>& s = seg_.lines(local).step;
+  wait([&] { return s.load(std::memory_order_acquire) >= want; }, op,
+       [&] { return "rank " + std::to_string(global(local)) + " did not reach step " + std::to_string(k) + " of this call"; });
+}
+
+void ShmGroup::wait_all_steps(uint64_t epoch, int k, const OpContext& op) {
+  for (int q = 0; q < size(); ++q)
+    if (q != me_) wait_step(q, epoch, k, op);
+}
+
+void ShmGroup::abort(ErrorKind kind, const std::string& message) noexcept {
+  if (broken_) return;
+  broken_.emplace(kind, message);
+  SegmentHeader& h = seg_.header();
+  uint32_t expected = 0;
+  if (h.abort_kind.compare_exchange_strong(expected, kAbortWriting)) {
+    h.abort_rank = global(me_);
+    std::snprintf(h.abort_text, sizeof h.abort_text, "%s", message.c_str());
+    h.abort_kind.store(static_cast<uint32_t>(kind) + 1, std::memory_order_seq_cst);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (int q = 0; q < size(); ++q)
+    if (q != me_) {
+      seg_.lines(q).doorbell.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(seg_.lines(q).doorbell, 1);
+    }
+}
+
+void ShmGroup::check_usable() const {
+  if (broken_)
+    raise(broken_->first, "the process group " + prefix_ + " is unusable after an earlier error: " + broken_->second);
+  const SegmentHeader& h = seg_.header();
+  uint32_t k = h.abort_kind.load(std::memory_order_acquire);
+  if (k == 0 || k == kAbortWriting) return;
+  raise(static_cast<ErrorKind>(k - 1), "rank " + std::to_string(global(me_)) + " in group " + prefix_ + ": rank " +
+                                           std::to_string(h.abort_rank) + " stopped the group: " + h.abort_text);
+}
+
+std::string ShmGroup::where(const OpContext& op) const {
+  return "rank " + std::to_string(global(me_)) + " in " + describe(op.sig) +
+         (op.p2p ? "" : " (call #" + std::to_string(op.seq) + " of group " + prefix_ + ")");
+}
+
+}  // namespace spmd::shm

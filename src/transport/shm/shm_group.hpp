@@ -1,0 +1,158 @@
+// ShmGroup: the ranks of one group that share this host, over their shared segment
+// (segment.hpp). It owns the three things every shared-memory algorithm needs:
+//
+// - Epochs. Each use of the segment by a collective is an epoch, numbered alike on every local
+//   rank (they run the same algorithms in the same order). A rank writes its data into its slot
+//   of the epoch's parity, posts its Record (the call's fingerprint) and `arrive = epoch`, then
+//   waits for every other rank's arrival and compares records: a call returns normally only if
+//   every local rank made the same call (Mismatch otherwise, on every rank, naming them all).
+//   Slots alternate by parity, so a rank may run one epoch ahead and never overwrites data a
+//   slower rank is still reading.
+// - Waiting. Spin briefly (when there are at least as many cores as local ranks), then yield,
+//   then sleep on a futex: the rank's doorbell, which posters ring only when the flag
+//   `sleeping` says the rank may be asleep. While asleep it wakes every 10 ms to check its
+//   peers' pidfds (a dead peer raises PeerLost naming it), the abort record and the deadline.
+// - Aborts. A rank that fails writes why into the segment header and wakes everyone: peers
+//   not directly involved learn of it at once instead of waiting out their deadline.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/fd.hpp"
+#include "core/call.hpp"
+#include "spmd/error.hpp"
+#include "spmd/store.hpp"
+#include "transport/shm/segment.hpp"
+
+namespace spmd::shm {
+
+struct ShmSetup {
+  std::shared_ptr<Store> store;
+  std::string prefix;         // the group's store prefix
+  std::vector<int> globals;   // global rank of each local rank (this host's members, in group order)
+  int me = 0;                 // our local index
+  std::chrono::milliseconds timeout{0};
+};
+
+class ShmGroup {
+ public:
+  // Creates (host leader = local index 0) or maps the segment; returns once every local rank
+  // has mapped it and the ranks agreed whether they may access each other's memory.
+  explicit ShmGroup(const ShmSetup& setup);
+  ~ShmGroup();
+  ShmGroup(const ShmGroup&) = delete;
+  ShmGroup& operator=(const ShmGroup&) = delete;
+
+  int size() const { return static_cast<int>(globals_.size()); }
+  int rank() const { return me_; }
+  int global(int local) const { return globals_[static_cast<size_t>(local)]; }
+  int32_t pid(int local) const { return seg_.lines(local).pid; }
+  // Every local rank may read and write every other's memory (process_vm_readv/writev).
+  bool remote_memory() const { return remote_memory_; }
+  Segment& segment() { return seg_; }
+  RankLines& lines(int local) const { return seg_.lines(local); }
+
+  // --- epochs ---
+  // Starts the next epoch: returns its number once every peer has arrived at the previous
+  // one (so this epoch's slots are free to write).
+  uint64_t begin_epoch(const OpContext& op);
+  // Posts our record of `op` for `epoch` (with the fields the algorithm adds), waits for every
+  // local rank's and raises Mismatch unless they all describe the same call.
+  void arrive_and_check(uint64_t epoch, const OpContext& op, Record mine);
+  const Record& record(int local, uint64_t epoch) const { return seg_.lines(local).record[epoch & 1]; }
+  char* slot(int local, uint64_t epoch) const { return seg_.slot(local, epoch); }
+  void post_step(uint64_t epoch, int k);
+  void wait_step(int local, uint64_t epoch, int k, const OpContext& op);
+  void wait_all_steps(uint64_t epoch, int k, const OpContext& op);
+
+  // --- waiting and waking ---
+  // Waits until ready() (which reads segment atomics), against op's deadline. missing() says
+  // what is still awaited ("rank 2 has not entered this call"), for the Timeout message.
+  template <typename Ready, typename Missing>
+  void wait(Ready&& ready, const OpContext& op, Missing&& missing);
+  // Rings a rank's doorbell if it may be asleep (after a seq_cst write it waits for).
+  void notify(int local);
+  void notify_all();
+
+  // Records why this rank stops and wakes everyone (first failure wins); later calls raise.
+  void abort(ErrorKind kind, const std::string& message) noexcept;
+  // Raises the failure a rank recorded, if any (also this rank's own).
+  void check_usable() const;
+  // "rank 3 in all_reduce(f32, 1024, Sum) via shm_flat (call #7 of group spmd/pg0w4)"
+  std::string where(const OpContext& op) const;
+
+  // Private scratch memory of at least `bytes` for an algorithm (kept between calls, so large
+  // calls do not fault fresh pages in every time).
+  char* scratch(size_t bytes) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return scratch_.data();
+  }
+
+ private:
+  bool idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start) const;
+  // Sleeps on our doorbell unless it moved past `seen` (at most 10 ms).
+  void sleep_once(uint32_t seen, const OpContext& op);
+  // While still waiting: raises the abort record, a dead or departed peer (PeerLost), or
+  // Timeout at the deadline (with describe(ctx) saying what is missing).
+  void check_health(const OpContext& op, std::string (*describe)(const void*), const void* ctx) const;
+  void check_peers_alive(const OpContext& op) const;
+  [[noreturn]] void raise_mismatch(uint64_t epoch, const OpContext& op, const Record& mine) const;
+  void setup_barrier(std::atomic<uint32_t>& counter, const char* what, const std::string& where_text);
+
+  Segment seg_;
+  std::vector<int> globals_;
+  int me_ = 0;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+  bool remote_memory_ = false;
+  uint64_t epoch_ = 0;
+  std::chrono::nanoseconds spin_{0}, yield_{0};
+  std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
+  std::optional<std::pair<ErrorKind, std::string>> broken_;
+  std::vector<char> scratch_;
+};
+
+// Spin with the CPU's pause hint.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+template <typename Ready, typename Missing>
+void ShmGroup::wait(Ready&& ready, const OpContext& op, Missing&& missing) {
+  if (ready()) return;
+  check_usable();
+  const auto start = std::chrono::steady_clock::now();
+  int64_t spins = 0;
+  while (!idle_phase_done(spins, start)) {
+    if (ready()) return;
+  }
+  RankLines& mine = seg_.lines(me_);
+  for (;;) {
+    uint32_t seen = mine.doorbell.load(std::memory_order_acquire);
+    mine.sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ready()) {
+      mine.sleeping.store(0, std::memory_order_relaxed);
+      return;
+    }
+    sleep_once(seen, op);  // clears `sleeping`
+    if (ready()) return;
+    using M = std::remove_reference_t<Missing>;
+    check_health(op, [](const void* m) { return std::string((*static_cast<const M*>(m))()); }, &missing);
+  }
+}
+
+}  // namespace spmd::shm
