@@ -11,6 +11,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "transport/shm/shm_group.hpp"
+#include "transport/shm/shm_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace spmd {
@@ -23,6 +24,7 @@ class NativeBackend final : public Backend {
       : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)) {
     traits_ = algo::GroupTraits::of(config_.locality, shm_ != nullptr, shm_ && shm_->remote_memory(),
                                     config_.deterministic);
+    if (shm_) pipes_ = std::make_unique<shm::ShmTransport>(*shm_);
   }
   const char* name() const override { return "native"; }
 
@@ -100,20 +102,20 @@ class NativeBackend final : public Backend {
 
   void barrier(const OpContext& op) override { run(op, 0, algo::CollArgs{}); }
 
-  void send(const OpContext& op, TensorView data, int peer) override { send_to(net_, op, peer, data.data, data.bytes()); }
+  void send(const OpContext& op, TensorView data, int peer) override { send_to(p2p(), op, peer, data.data, data.bytes()); }
 
   int recv(const OpContext& op, TensorView data, int peer) override {
     if (peer < 0) {
       std::vector<int> peers;
       for (int i = 0; i < size(); ++i)
         if (i != config_.rank) peers.push_back(i);
-      peer = net_.wait_any_sender(peers, op);
+      peer = p2p().wait_any_sender(peers, op);
     }
-    recv_from(net_, op, peer, data.data, data.bytes());
+    recv_from(p2p(), op, peer, data.data, data.bytes());
     return peer;
   }
 
-  void batch_p2p(const OpContext& op, const std::vector<P2PItem>& items) override { run_batch(net_, op, items); }
+  void batch_p2p(const OpContext& op, const std::vector<P2PItem>& items) override { run_batch(p2p(), op, items); }
 
   void abort(ErrorKind kind, const std::string& message) noexcept override {
     if (shm_) shm_->abort(kind, message);
@@ -134,6 +136,8 @@ class NativeBackend final : public Backend {
   }
 
   int size() const { return static_cast<int>(config_.globals.size()); }
+  // Point to point between ranks of one host goes through the segment's pipes.
+  Transport& p2p() { return traits_.shm ? static_cast<Transport&>(*pipes_) : net_; }
 
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
     const algo::Algorithm& chosen = algo::select(call.sig.collective, bytes, traits_);
@@ -182,6 +186,7 @@ class NativeBackend final : public Backend {
   BackendConfig config_;
   tcp::TcpTransport net_;
   std::unique_ptr<shm::ShmGroup> shm_;
+  std::unique_ptr<shm::ShmTransport> pipes_;  // over shm_ (local indices)
   algo::GroupTraits traits_;
 };
 

@@ -49,6 +49,14 @@ bool same_call(const Record& a, const Record& b) {
          a.phase == b.phase;
 }
 
+template <typename Pred>
+std::vector<int> ranks_where_impl(int n, Pred p, const std::vector<int>& globals) {
+  std::vector<int> out;
+  for (int q = 0; q < n; ++q)
+    if (p(q)) out.push_back(globals[static_cast<size_t>(q)]);
+  return out;
+}
+
 std::string ranks_text(const std::vector<int>& r) {
   std::string s = r.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < r.size(); ++i) s += (i ? ", " : "") + std::to_string(r[i]);
@@ -146,23 +154,24 @@ void ShmGroup::sleep_once(uint32_t seen, const OpContext& op) {
   mine.sleeping.store(0, std::memory_order_relaxed);
 }
 
-void ShmGroup::check_health(const OpContext& op, std::string (*describe)(const void*), const void* ctx) const {
+void ShmGroup::check_health(const OpContext& op, const Erased& what) const {
   check_usable();
-  check_peers_alive(op);
+  check_peers_alive(op, what);
   if (op.deadline.expired())
-    raise(ErrorKind::Timeout, where(op) + ": " + describe(ctx) + " after " + seconds_text(op.timeout) +
+    raise(ErrorKind::Timeout, where(op) + ": " + what.missing(what.missing_ctx) + " after " + seconds_text(op.timeout) +
                                   " s (is that rank stuck, or in another collective? SPMD_TIMEOUT sets the limit)");
 }
 
-void ShmGroup::check_peers_alive(const OpContext& op) const {
+void ShmGroup::check_peers_alive(const OpContext& op, const Erased& what) const {
+  auto awaited = [&](int q) { return q != me_ && what.awaited(what.awaited_ctx, q); };
   for (int q = 0; q < size(); ++q)
-    if (q != me_ && seg_.lines(q).left.load(std::memory_order_acquire))
+    if (awaited(q) && seg_.lines(q).left.load(std::memory_order_acquire))
       raise(ErrorKind::PeerLost, where(op) + ": rank " + std::to_string(global(q)) +
                                      " left the group (it destroyed its process group or finished early)");
   std::vector<pollfd> fds;
   std::vector<int> who;
   for (size_t q = 0; q < pidfds_.size(); ++q)
-    if (pidfds_[q]) {
+    if (pidfds_[q] && awaited(static_cast<int>(q))) {
       fds.push_back({pidfds_[q].get(), POLLIN, 0});
       who.push_back(static_cast<int>(q));
     }
@@ -197,12 +206,8 @@ uint64_t ShmGroup::begin_epoch(const OpContext& op) {
       if (seg_.lines(q).arrive.load(std::memory_order_acquire) < e - 1) return false;
     return true;
   };
-  wait(ready, op, [&] {
-    std::vector<int> late;
-    for (int q = 0; q < size(); ++q)
-      if (seg_.lines(q).arrive.load() < e - 1) late.push_back(global(q));
-    return ranks_text(late) + " did not finish the previous shared-memory call";
-  });
+  auto late = [&](int q) { return seg_.lines(q).arrive.load() < e - 1; };
+  wait(ready, op, late, [&] { return ranks_text(ranks_where_impl(size(), late, globals_)) + " did not finish the previous shared-memory call"; });
   return e;
 }
 
@@ -224,11 +229,10 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
       if (seg_.lines(q).arrive.load(std::memory_order_acquire) < epoch) return false;
     return true;
   };
-  wait(ready, op, [&] {
-    std::vector<int> late;
-    for (int q = 0; q < size(); ++q)
-      if (seg_.lines(q).arrive.load() < epoch) late.push_back(global(q));
-    return ranks_text(late) + (late.size() == 1 ? " has" : " have") + " not entered this call";
+  auto late = [&](int q) { return seg_.lines(q).arrive.load() < epoch; };
+  wait(ready, op, late, [&] {
+    auto who = ranks_where_impl(size(), late, globals_);
+    return ranks_text(who) + (who.size() == 1 ? " has" : " have") + " not entered this call";
   });
   for (int q = 0; q < size(); ++q)
     if (q != me_ && !same_call(record(q, epoch), mine)) raise_mismatch(epoch, op, mine);
@@ -264,7 +268,7 @@ void ShmGroup::post_step(uint64_t epoch, int k) {
 void ShmGroup::wait_step(int local, uint64_t epoch, int k, const OpContext& op) {
   const uint64_t want = (epoch << 16) | static_cast<uint64_t>(k);
   std::atomic<uint64_t>& s = seg_.lines(local).step;
-  wait([&] { return s.load(std::memory_order_acquire) >= want; }, op,
+  wait([&] { return s.load(std::memory_order_acquire) >= want; }, op, [&](int q) { return q == local; },
        [&] { return "rank " + std::to_string(global(local)) + " did not reach step " + std::to_string(k) + " of this call"; });
 }
 

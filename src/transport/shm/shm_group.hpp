@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,7 @@ class ShmGroup {
   int size() const { return static_cast<int>(globals_.size()); }
   int rank() const { return me_; }
   int global(int local) const { return globals_[static_cast<size_t>(local)]; }
+  const std::string& prefix() const { return prefix_; }
   int32_t pid(int local) const { return seg_.lines(local).pid; }
   // Every local rank may read and write every other's memory (process_vm_readv/writev).
   bool remote_memory() const { return remote_memory_; }
@@ -75,13 +77,18 @@ class ShmGroup {
   void wait_all_steps(uint64_t epoch, int k, const OpContext& op);
 
   // --- waiting and waking ---
-  // Waits until ready() (which reads segment atomics), against op's deadline. missing() says
-  // what is still awaited ("rank 2 has not entered this call"), for the Timeout message.
-  template <typename Ready, typename Missing>
-  void wait(Ready&& ready, const OpContext& op, Missing&& missing);
+  // Waits until ready() (which reads segment atomics), against op's deadline. awaited(q) says
+  // whether we still wait for local rank q (its death or departure is then fatal: PeerLost);
+  // missing() says what is still awaited ("rank 2 has not entered this call") for Timeout.
+  template <typename Ready, typename Awaited, typename Missing>
+  void wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing);
   // Rings a rank's doorbell if it may be asleep (after a seq_cst write it waits for).
   void notify(int local);
   void notify_all();
+
+  // Work to do while waiting (the pipes' eager sends still to be pushed out): called before
+  // every sleep; returns true when it moved something. nullptr clears it.
+  void set_idle_task(std::function<bool()> task) { idle_task_ = std::move(task); }
 
   // Records why this rank stops and wakes everyone (first failure wins); later calls raise.
   void abort(ErrorKind kind, const std::string& message) noexcept;
@@ -103,8 +110,14 @@ class ShmGroup {
   void sleep_once(uint32_t seen, const OpContext& op);
   // While still waiting: raises the abort record, a dead or departed peer (PeerLost), or
   // Timeout at the deadline (with describe(ctx) saying what is missing).
-  void check_health(const OpContext& op, std::string (*describe)(const void*), const void* ctx) const;
-  void check_peers_alive(const OpContext& op) const;
+  struct Erased {
+    bool (*awaited)(const void*, int);
+    const void* awaited_ctx;
+    std::string (*missing)(const void*);
+    const void* missing_ctx;
+  };
+  void check_health(const OpContext& op, const Erased& what) const;
+  void check_peers_alive(const OpContext& op, const Erased& what) const;
   [[noreturn]] void raise_mismatch(uint64_t epoch, const OpContext& op, const Record& mine) const;
   void setup_barrier(std::atomic<uint32_t>& counter, const char* what, const std::string& where_text);
 
@@ -119,6 +132,7 @@ class ShmGroup {
   std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
   std::optional<std::pair<ErrorKind, std::string>> broken_;
   std::vector<char> scratch_;
+  std::function<bool()> idle_task_;
 };
 
 // Spin with the CPU's pause hint.
@@ -130,8 +144,8 @@ inline void cpu_relax() {
 #endif
 }
 
-template <typename Ready, typename Missing>
-void ShmGroup::wait(Ready&& ready, const OpContext& op, Missing&& missing) {
+template <typename Ready, typename Awaited, typename Missing>
+void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing) {
   if (ready()) return;
   check_usable();
   const auto start = std::chrono::steady_clock::now();
@@ -141,6 +155,7 @@ void ShmGroup::wait(Ready&& ready, const OpContext& op, Missing&& missing) {
   }
   RankLines& mine = seg_.lines(me_);
   for (;;) {
+    if (idle_task_ && idle_task_() && ready()) return;
     uint32_t seen = mine.doorbell.load(std::memory_order_acquire);
     mine.sleeping.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -150,8 +165,10 @@ void ShmGroup::wait(Ready&& ready, const OpContext& op, Missing&& missing) {
     }
     sleep_once(seen, op);  // clears `sleeping`
     if (ready()) return;
+    using A = std::remove_reference_t<Awaited>;
     using M = std::remove_reference_t<Missing>;
-    check_health(op, [](const void* m) { return std::string((*static_cast<const M*>(m))()); }, &missing);
+    check_health(op, Erased{[](const void* a, int q) { return bool((*static_cast<const A*>(a))(q)); }, &awaited,
+                            [](const void* m) { return std::string((*static_cast<const M*>(m))()); }, &missing});
   }
 }
 

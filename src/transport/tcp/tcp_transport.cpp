@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "transport/frame_check.hpp"
 #include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"
 
@@ -314,35 +315,9 @@ void TcpTransport::accept_header(RecvPart& r, RecvState& st, TcpPair& pair, cons
                                  size_t extra) {
   const FrameHeader& h = pair.in_header;
   int peer = pair.peer_global();
-  if (h.magic != FrameHeader::kMagic)
-    raise(ErrorKind::Mismatch, who() + " in " + call(op) + ": rank " + std::to_string(peer) +
-                                   " sent bytes that are not an spmd frame (stream out of step; was a previous "
-                                   "operation interrupted?)");
-  if (h.kind == FrameKind::Abort) raise_abort_frame(pair, landed, extra, op);
-  uint64_t expected_seq = op.p2p ? pair.p2p_received : op.seq;
-  CallSignature theirs = h.signature();
-  const CallSignature& mine = r.sig ? *r.sig : op.sig;
-  if (h.group != group_ || !(theirs == mine) || h.seq != expected_seq) {
-    std::string mine_s = describe(mine), theirs_s = describe(theirs);
-    std::string msg = who() + " called " + mine_s + ", rank " + std::to_string(peer) + " called " + theirs_s;
-    if (op.p2p) {
-      msg += " (point-to-point messages between two ranks must match in order: dtype, count and tag)";
-    } else if (theirs == mine) {
-      msg = who() + " is at call #" + std::to_string(op.seq) + " of group " + prefix_ + " (" + mine_s + "), rank " +
-            std::to_string(peer) + " sent call #" + std::to_string(h.seq) +
-            " (the ranks issued a different number of collectives)";
-    } else {
-      msg += " (call #" + std::to_string(op.seq) + " vs #" + std::to_string(h.seq) + " of group " + prefix_ +
-             "): every rank of a group must issue the same collectives in the same order";
-    }
-    if (h.group != group_) msg = who() + ": rank " + std::to_string(peer) + " sent a frame of another group";
-    raise(ErrorKind::Mismatch, msg);
-  }
-  if (h.payload != r.bytes)
-    raise(ErrorKind::Mismatch, who() + " in " + call(op) + ": rank " + std::to_string(peer) + " sent " +
-                                   std::to_string(h.payload) + " bytes where " + std::to_string(r.bytes) +
-                                   " were expected: the ranks disagree on sizes (splits, counts) or chose "
-                                   "different algorithms (is SPMD_ALGO the same on every rank?)");
+  if (h.magic == FrameHeader::kMagic && h.kind == FrameKind::Abort) raise_abort_frame(pair, landed, extra, op);
+  check_frame(h, ExpectedFrame{r.sig ? *r.sig : op.sig, op.p2p ? pair.p2p_received : op.seq, op.p2p, group_, prefix_, r.bytes},
+              who(), peer, call(op));
   pair.in_header_got = 0;
   if (op.p2p) ++pair.p2p_received;
   r.header_done = true;
