@@ -174,7 +174,7 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
     const Algorithm* a = find(c, e.name);
     if (!a) continue;  // a bare name another collective has
     if (applicable(*a, group)) return *a;
-    if (e.collective == ci)
+    if (e.collective == ci && group.size > 1)  // a group of one needs no communication at all
       raise(ErrorKind::InvalidArgument, std::string("SPMD_ALGO asks for ") + a->name + " for " + collective_name(c) +
                                             ", which cannot run here: " + why_not(*a, group));
   }
