@@ -38,7 +38,7 @@ struct AlgoContext {
   const OpContext& op;
   const Locality& loc;
   Transport& net;                    // every member: TCP (local peers over Unix sockets)
-  shm::ShmGroup* shm = nullptr;      // this host's members' shared segment (null if none)
+  shm::ShmGroup* shm = nullptr;      // this host's members' shared segment (null if alone on it)
   Transport* local = nullptr;        // this host's members over shared memory (local indices)
   Transport* leaders = nullptr;      // one rank per host over `net` (host indices; null off-leader)
   bool cma = false;                  // local ranks may read/write each other's memory directly
@@ -73,7 +73,8 @@ struct GroupTraits {
   int size = 1;
   int hosts = 1;
   int max_ranks_per_host = 1;
-  bool shm = false;  // a segment covers the whole group
+  bool shm = false;       // a segment covers the whole group
+  bool host_shm = false;  // ranks sharing a host share a segment (SPMD_SHM is on)
   bool cma = false;
   bool deterministic = false;
   static GroupTraits of(const Locality& loc, bool shm, bool cma, bool deterministic);

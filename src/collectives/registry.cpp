@@ -39,6 +39,12 @@ const Algorithm kAlgorithms[] = {
     {Collective::AllToAll, "shm_flat", shm_flat_all_to_all, kNeedShm, "through the slots (up to one slot per rank)"},
     {Collective::AllToAll, "shm_cma", shm_cma_all_to_all, kNeedShm | kNeedCma, "single copy: every rank reads its blocks"},
     {Collective::Barrier, "shm_flat", shm_flat_barrier, kNeedShm, "one arrival check"},
+    // --- hierarchical, several hosts (collectives/hier/) ---
+    {Collective::AllReduce, "hier", hier_all_reduce, kNeedHosts,
+     "reduce to each host's leader, all-reduce among leaders, broadcast on each host"},
+    {Collective::Broadcast, "hier", hier_broadcast, kNeedHosts, "among one rank per host, then on each host"},
+    {Collective::Reduce, "hier", hier_reduce, kNeedHosts, "on each host, then among one rank per host"},
+    {Collective::Barrier, "hier", hier_barrier, kNeedHosts, "on each host, among leaders, on each host"},
     // --- all_reduce ---
     {Collective::AllReduce, "ring", [](AlgoContext& c, const CollArgs& a) { allreduce_ring(c.net, c.op, a.data, a.fn); },
      kNeedNothing, "reduce-scatter + all-gather around a ring; bandwidth-optimal"},
@@ -103,10 +109,11 @@ const Algorithm& algorithm_by_id(uint16_t id) {
 
 GroupTraits GroupTraits::of(const Locality& loc, bool shm, bool cma, bool deterministic) {
   GroupTraits g;
+  g.host_shm = shm;
   g.size = loc.size();
   g.hosts = loc.host_count();
   g.max_ranks_per_host = loc.max_ranks_per_host();
-  g.shm = shm && loc.one_host();
+  g.shm = shm && loc.one_host() && loc.size() > 1;
   g.cma = g.shm && cma;
   g.deterministic = deterministic;
   return g;
@@ -120,6 +127,7 @@ std::string why_not(const Algorithm& a, const GroupTraits& g) {
     return "it reads peers' memory directly (process_vm_readv), which this group cannot (SPMD_CMA=0, or ptrace "
            "restrictions between the ranks)";
   if ((a.needs & kNeedHosts) && g.hosts < 2) return "it is hierarchical, and this group lives on one host";
+  if ((a.needs & kNeedHosts) && !g.host_shm) return "it is hierarchical, and shared memory is off (SPMD_SHM=0)";
   bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::Reduce ||
                  a.collective == Collective::ReduceScatter;
   if (g.deterministic && reduces && !(a.needs & kRankOrder))
@@ -130,7 +138,7 @@ std::string why_not(const Algorithm& a, const GroupTraits& g) {
 bool applicable(const Algorithm& a, const GroupTraits& g) {
   if ((a.needs & kNeedShm) && !g.shm) return false;
   if ((a.needs & kNeedCma) && !g.cma) return false;
-  if ((a.needs & kNeedHosts) && g.hosts < 2) return false;
+  if ((a.needs & kNeedHosts) && (g.hosts < 2 || !g.host_shm)) return false;
   bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::Reduce ||
                  a.collective == Collective::ReduceScatter;
   return !(g.deterministic && reduces && !(a.needs & kRankOrder));

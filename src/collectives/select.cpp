@@ -42,16 +42,16 @@ struct DefaultSpec {
   const char* spec;
 };
 const DefaultSpec kDefaults[] = {
-    {Collective::AllReduce, "shm_flat:0-64K,shm_rs_ag:64K-1M,shm_cma:1M-,shm_rs_ag,"
+    {Collective::AllReduce, "shm_flat:0-64K,shm_rs_ag:64K-1M,shm_cma:1M-,shm_rs_ag,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
-    {Collective::Broadcast, "shm_flat:0-256K,shm_cma:256K-,shm_flat,binomial:0-16M,chain:16M-"},
-    {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,binomial"},
+    {Collective::Broadcast, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial:0-16M,chain:16M-"},
+    {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
     {Collective::AllGather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::Scatter, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::ReduceScatter, "shm_flat:0-256K,shm_cma:256K-,shm_flat,ring"},
     {Collective::AllToAll, "shm_flat:0-64K,shm_cma:64K-,pairwise"},
-    {Collective::Barrier, "shm_flat,dissemination"},
+    {Collective::Barrier, "shm_flat,hier,dissemination"},
 };
 
 struct Entry {

@@ -47,6 +47,8 @@ struct OpContext {
   std::chrono::milliseconds timeout{0};  // what `deadline` was made from, for messages
   // Point-to-point messages are numbered per peer and direction rather than per group call.
   bool p2p = false;
+  // Which use of a shared segment within one call (hierarchical algorithms run several).
+  uint16_t phase = 0;
 };
 
 // FNV-1a, used to name groups in frame headers and shared segments.

@@ -22,7 +22,7 @@ class NativeBackend final : public Backend {
  public:
   explicit NativeBackend(const BackendConfig& c)
       : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)) {
-    traits_ = algo::GroupTraits::of(config_.locality, shm_ != nullptr, shm_ && shm_->remote_memory(),
+    traits_ = algo::GroupTraits::of(config_.locality, shm_enabled(), shm_ && shm_->remote_memory(),
                                     config_.deterministic);
     if (shm_) pipes_ = std::make_unique<shm::ShmTransport>(*shm_);
   }
@@ -124,8 +124,9 @@ class NativeBackend final : public Backend {
 
  private:
   // The shared segment of this host's members, when there are several (SPMD_SHM=0: none).
+  static bool shm_enabled() { return env::get("SPMD_SHM").value_or("1") != "0"; }
   static std::unique_ptr<shm::ShmGroup> make_shm(const BackendConfig& c) {
-    if (c.locality.local_size() < 2 || env::get("SPMD_SHM").value_or("1") == "0") return nullptr;
+    if (c.locality.local_size() < 2 || !shm_enabled()) return nullptr;
     shm::ShmSetup s;
     s.store = c.store;
     s.prefix = c.prefix;
@@ -145,10 +146,8 @@ class NativeBackend final : public Backend {
     op.sig.algo = algo::algorithm_id(chosen);
     SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq;
     algo::AlgoContext ctx{op, config_.locality, net_};
-    if (traits_.shm) {
-      ctx.shm = shm_.get();
-      ctx.cma = traits_.cma;
-    }
+    ctx.shm = shm_.get();
+    ctx.cma = shm_ && shm_->remote_memory();
     chosen.run(ctx, args);
   }
 

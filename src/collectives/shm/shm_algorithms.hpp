@@ -30,4 +30,10 @@ void shm_cma_scatter(AlgoContext& c, const CollArgs& a);
 void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a);
 void shm_cma_all_to_all(AlgoContext& c, const CollArgs& a);
 
+// Hierarchical (collectives/hier/): shared memory within each host, TCP between hosts.
+void hier_all_reduce(AlgoContext& c, const CollArgs& a);
+void hier_broadcast(AlgoContext& c, const CollArgs& a);
+void hier_reduce(AlgoContext& c, const CollArgs& a);
+void hier_barrier(AlgoContext& c, const CollArgs& a);
+
 }  // namespace spmd::algo

@@ -220,6 +220,7 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
   mine.dtype = static_cast<uint8_t>(op.sig.dtype);
   mine.op = static_cast<uint8_t>(op.sig.op);
   mine.algo = op.sig.algo;
+  mine.phase = op.phase;
   RankLines& l = seg_.lines(me_);
   l.record[epoch & 1] = mine;
   l.arrive.store(epoch, std::memory_order_seq_cst);
