@@ -50,6 +50,8 @@ class TcpPair {
   bool control_started = false;
   uint64_t p2p_sent = 0;
   uint64_t p2p_received = 0;
+  // The peer closed this connection while no step used it (it left the group): watched no more.
+  bool closed_while_idle = false;
 
   void shutdown_and_close();
 

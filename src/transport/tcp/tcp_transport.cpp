@@ -26,7 +26,8 @@ struct TcpTransport::RecvState {
 };
 
 TcpTransport::TcpTransport(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> globals)
-    : conns_(std::move(store), prefix, hash_name(prefix), rank, std::move(globals)),
+    : store_(store),
+      conns_(std::move(store), prefix, hash_name(prefix), rank, std::move(globals)),
       prefix_(std::move(prefix)),
       group_(hash_name(prefix_)),
       self_pid_(self_identity().pid) {}
@@ -53,35 +54,50 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   auto touch = [&](TcpPair* p) {
     if (std::find(touched.begin(), touched.end(), p) == touched.end()) touched.push_back(p);
   };
-  try {
+  // Pairs are resolved as their connections come: we connect to higher ranks at once; a
+  // connection from a lower rank is accepted while the step's other parts progress (so a rank
+  // never blocks in accept while a connected peer's frame — say, of a mismatched call — waits).
+  size_t sinks = 0;
+  auto resolve = [&]() {
+    bool all = true;
     for (size_t i = 0; i < sends.size(); ++i) {
-      TcpPair& p = conns_.get(sends[i].peer, op.deadline);
-      send_pairs[i] = &p;
-      touch(&p);
-      uint64_t seq = op.p2p ? p.p2p_sent++ : op.seq;
+      if (send_pairs[i]) continue;
+      TcpPair* p = sends[i].peer > rank() ? &conns_.get(sends[i].peer, op.deadline) : conns_.find(sends[i].peer);
+      if (!p) {
+        all = false;
+        continue;
+      }
+      send_pairs[i] = p;
+      touch(p);
+      uint64_t seq = op.p2p ? p->p2p_sent++ : op.seq;
       headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
       // Large, ungated messages to a peer on this host: it reads them from our memory. Not
       // for point-to-point: a remote send completes only once read, and a blocking send must
       // not wait for the peer's matching receive (send-then-receive on both sides would
       // deadlock); batches run their receives in the same step, so they are safe either way.
-      if (p.remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes && !op.p2p) {
+      if (p->remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes && !op.p2p) {
         headers[i].kind = FrameKind::Remote;
         headers[i].remote_address = reinterpret_cast<uint64_t>(sends[i].data);
         headers[i].remote_pid = self_pid_;
       }
     }
-    size_t sinks = 0;
     for (size_t i = 0; i < recvs.size(); ++i) {
-      states[i].pair = &conns_.get(recvs[i].peer, op.deadline);
-      touch(states[i].pair);
+      if (states[i].pair) continue;
+      TcpPair* p = recvs[i].peer > rank() ? &conns_.get(recvs[i].peer, op.deadline) : conns_.find(recvs[i].peer);
+      if (!p) {
+        all = false;
+        continue;
+      }
+      states[i].pair = p;
+      touch(p);
       if (recvs[i].sink) {
         if (scratch_.size() <= sinks) scratch_.emplace_back(kChunkBytes);
         states[i].scratch = scratch_[sinks++].data();
       }
     }
-  } catch (const Error& e) {
-    rethrow_in_context(e, op);
-  }
+    return all;
+  };
+  bool resolved = false;
 
   auto recv_done = [&](size_t i) {
     return recvs[i].header_done && recvs[i].received == recvs[i].bytes && states[i].carry == 0 && !states[i].ack_owed;
@@ -90,16 +106,22 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     return sends[i].header_sent == sizeof(FrameHeader) && sends[i].sent == sends[i].bytes;
   };
   std::vector<pollfd> fds;
+  const auto step_start = Deadline::Clock::now();
+  bool meshed = false;
   for (;;) {
     bool progress = false, pending = false;
     try {
+      if (!resolved) {
+        resolved = resolve();
+        pending = !resolved;
+      }
       for (size_t i = 0; i < recvs.size(); ++i) {
-        if (recv_done(i)) continue;
+        if (!states[i].pair || recv_done(i)) continue;
         progress |= progress_recv(recvs[i], states[i], op);
         if (!recv_done(i)) pending = true;
       }
       for (size_t i = 0; i < sends.size(); ++i) {
-        if (send_done(i)) continue;
+        if (!send_pairs[i] || send_done(i)) continue;
         progress |= progress_send(sends[i], headers[i], *send_pairs[i]);
         if (!send_done(i)) pending = true;
       }
@@ -126,10 +148,11 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       fds.push_back({fd, ev, 0});
     };
     for (size_t i = 0; i < recvs.size(); ++i)
-      if (!(recvs[i].header_done && recvs[i].received == recvs[i].bytes)) watch(states[i].pair->fd(), POLLIN);
+      if (states[i].pair && !(recvs[i].header_done && recvs[i].received == recvs[i].bytes))
+        watch(states[i].pair->fd(), POLLIN);
     for (size_t i = 0; i < sends.size(); ++i) {
       const SendPart& s = sends[i];
-      if (send_done(i)) continue;
+      if (!send_pairs[i] || send_done(i)) continue;
       size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
       if (s.header_sent < sizeof(FrameHeader) || (headers[i].kind == FrameKind::Data && s.sent < avail))
         watch(send_pairs[i]->fd(), POLLOUT);
@@ -138,14 +161,35 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       if (!p->control_out.empty()) watch(p->fd(), POLLOUT);
       if (p->awaiting_ack) watch(p->fd(), POLLIN);
     }
-    if (fds.empty()) continue;  // only gated sends whose data just arrived
-    int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
+    if (fds.empty() && resolved) continue;  // only gated sends whose data just arrived
+    const size_t step_fds = fds.size();
+    if (!meshed && Deadline::Clock::now() - step_start > kMeshAfter && size() <= kMeshMaxRanks) {
+      // Blocked a while: connect to every higher rank, so a peer that waits to send us
+      // something of another phase or call (a disagreement we should see) can.
+      meshed = true;
+      try {
+        conns_.connect_higher(Deadline(std::chrono::milliseconds(500)));
+      } catch (const Error&) {
+        // A peer that cannot be reached shows up in the step that needs it.
+      }
+    }
+    watch_for_aborts(touched, fds);
+    int wait_ms = op.deadline.poll_ms();
+    if (!meshed && size() <= kMeshMaxRanks) wait_ms = std::min(wait_ms, static_cast<int>(kMeshAfter.count()));
+    int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), wait_ms); });
     if (n < 0) raise_errno(who() + " polling its connections in " + call(op));
     if (n == 0 && op.deadline.expired()) raise_timeout(sends, recvs, op);
+    try {
+      check_for_aborts(std::span<pollfd>(fds).subspan(step_fds), op);
+    } catch (const Error& e) {
+      rethrow_in_context(e, op);
+    }
   }
 }
 
 void TcpTransport::rethrow_in_context(const Error& e, const OpContext& op) const {
+  // A connection that broke because a peer stopped the group: say why it stopped.
+  if (e.kind() == ErrorKind::PeerLost) raise_recorded_abort(op);
   std::string text = message_of(e);
   if (text.rfind(who() + " ", 0) == 0) throw e;  // says who and where already
   raise(e.kind(), who() + " in " + call(op) + ": " + text);

@@ -6,6 +6,8 @@
 // buffer's address, the receiver copies it from the sender's memory and acknowledges.
 #pragma once
 
+#include <poll.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +43,9 @@ class TcpTransport final : public Transport {
   // ack costs more than the saved copy below 128 KiB.
   static constexpr size_t kRemoteMinBytes = 128 << 10;
   static constexpr size_t kRemoteChunkBytes = 256 << 10;
+  // A step blocked this long connects to every higher rank of groups up to this size (see run()).
+  static constexpr std::chrono::milliseconds kMeshAfter{200};
+  static constexpr int kMeshMaxRanks = 128;
 
  private:
   struct RecvState;
@@ -51,11 +56,21 @@ class TcpTransport final : public Transport {
   bool progress_recv(RecvPart& r, RecvState& st, const OpContext& op);
   void accept_header(RecvPart& r, RecvState& st, TcpPair& pair, const OpContext& op, char* landed, size_t extra);
   [[noreturn]] void raise_abort_frame(TcpPair& pair, const char* landed, size_t extra, const OpContext& op);
+  // While a step blocks, it also watches the group's other connections and its listeners, so
+  // a peer that stopped the group reaches this rank even when this step does not involve it.
+  void watch_for_aborts(const std::vector<TcpPair*>& step_pairs, std::vector<pollfd>& fds);
+  void check_for_aborts(std::span<pollfd> watched, const OpContext& op);
+  void check_early_frame(TcpPair& pair, const OpContext& op);
   [[noreturn]] void raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op);
   [[noreturn]] void rethrow_in_context(const Error& e, const OpContext& op) const;
+  // A rank that stops the group also records why in the store ("<prefix>/abort"), so peers
+  // whose connections to it broke (or were refused) report the cause, not just the loss.
+  void record_abort(ErrorKind kind, const std::string& message) noexcept;
+  void raise_recorded_abort(const OpContext& op) const;
   std::string who() const;
   std::string call(const OpContext& op) const;
 
+  std::shared_ptr<Store> store_;
   ConnectionManager conns_;
   std::string prefix_;
   uint32_t group_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/frame_check.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -30,6 +31,50 @@ void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t e
   if (kind < ErrorKind::Timeout || kind > ErrorKind::System) kind = ErrorKind::PeerLost;
   raise(kind, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
                   " stopped the group: " + message_of(std::runtime_error(text)));
+}
+
+void TcpTransport::watch_for_aborts(const std::vector<TcpPair*>& step_pairs, std::vector<pollfd>& fds) {
+  for (int fd : conns_.listener_fds()) fds.push_back({fd, POLLIN, 0});
+  for (int p = 0; p < conns_.size(); ++p) {
+    TcpPair* pair = conns_.find(p);
+    if (!pair || !pair->open() || pair->closed_while_idle || pair->in_payload || pair->in_header_ready() ||
+        pair->awaiting_ack || std::find(step_pairs.begin(), step_pairs.end(), pair) != step_pairs.end())
+      continue;
+    fds.push_back({pair->fd(), POLLIN, 0});
+  }
+}
+
+void TcpTransport::check_early_frame(TcpPair& pair, const OpContext& op) {
+  const FrameHeader& h = pair.in_header;
+  if (h.magic != FrameHeader::kMagic) return;  // the step that reads it reports the garbage
+  if (h.kind == FrameKind::Abort) raise_abort_frame(pair, nullptr, 0, op);
+  // A frame of this very call (same number) that names another call: the ranks disagree, and
+  // this rank may be the only one placed to see it (say, the sender waits in another phase).
+  bool collective = h.collective != Collective::Send && h.collective != Collective::Recv;
+  if (!op.p2p && collective && h.group == group_ && h.seq == op.seq && !(h.signature() == op.sig))
+    check_frame(h, ExpectedFrame{op.sig, op.seq, false, group_, prefix_, h.payload}, who(), pair.peer_global(), call(op));
+}
+
+void TcpTransport::check_for_aborts(std::span<pollfd> watched, const OpContext& op) {
+  const size_t listeners = conns_.listener_fds().size();
+  for (size_t i = 0; i < watched.size(); ++i) {
+    if (!watched[i].revents) continue;
+    if (i < listeners) {
+      conns_.accept_pending(op.deadline);  // a peer connecting early (or to tell us it stopped)
+      continue;
+    }
+    for (int p = 0; p < conns_.size(); ++p) {
+      TcpPair* pair = conns_.find(p);
+      if (!pair || pair->fd() != watched[i].fd) continue;
+      try {
+        // A frame for a later step stays read-ahead in the pair (its receive finds it there).
+        if (pair->pull_header()) check_early_frame(*pair, op);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::PeerLost) throw;
+        pair->closed_while_idle = true;  // it left; a later step that needs it reports that
+      }
+    }
+  }
 }
 
 void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
@@ -99,11 +144,46 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
   }
 }
 
+void TcpTransport::record_abort(ErrorKind kind, const std::string& message) noexcept {
+  try {
+    std::string record = std::to_string(static_cast<int>(kind)) + "\n" + std::to_string(conns_.global(rank())) + "\n" + message;
+    store_->compare_set(prefix_ + "/abort", {}, to_bytes(record));  // the first failure stays
+  } catch (...) {
+    // Best effort: without a store the peers see the connections close.
+  }
+}
+
+void TcpTransport::raise_recorded_abort(const OpContext& op) const {
+  Bytes raw;
+  try {
+    const std::string key = prefix_ + "/abort";
+    if (!store_->check({key})) return;
+    raw = store_->get(key, std::chrono::milliseconds(500));
+  } catch (...) {
+    return;
+  }
+  std::string text = to_string(raw);
+  size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
+  if (b == std::string::npos) return;
+  int kind = std::atoi(text.substr(0, a).c_str());
+  int who_failed = std::atoi(text.substr(a + 1, b - a - 1).c_str());
+  if (kind < 0 || kind > static_cast<int>(ErrorKind::System) || who_failed == conns_.global(rank())) return;
+  raise(static_cast<ErrorKind>(kind), who() + " in " + call(op) + ": rank " + std::to_string(who_failed) +
+                                          " stopped the group: " + text.substr(b + 1));
+}
+
 void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
   if (broken_) return;
   broken_.emplace(kind, message);
+  record_abort(kind, message);
   try {
+    // Peers that wait to accept our connection hear of the failure only if we connect.
     Deadline d(std::chrono::milliseconds(200));
+    try {
+      conns_.connect_higher(d);
+    } catch (const Error&) {
+      // Best effort: a peer that is gone or slow to answer learns of it by other means.
+    }
     for (int p = 0; p < conns_.size(); ++p) {
       TcpPair* pair = conns_.find(p);
       if (!pair || !pair->open() || !pair->out_at_boundary) continue;

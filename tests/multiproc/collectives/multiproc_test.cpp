@@ -14,57 +14,12 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../../common/child_process.hpp"
 #include "../../common/free_port.hpp"
-
-extern char** environ;
 
 namespace {
 
-// A child process, killed and reaped when it goes out of scope.
-class Child {
- public:
-  Child(const std::vector<std::string>& args, const std::vector<std::string>& env, int stdout_fd = -1) {
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (char** e = environ; *e; ++e) envp.push_back(*e);
-    for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
-    if (posix_spawn(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(Child&& o) noexcept : pid_(std::exchange(o.pid_, -1)) {}
-  pid_t pid() const { return pid_; }
-  void kill(int sig) const { ::kill(pid_, sig); }
-  // Exit status (or 128 + signal); -1 if it did not end within `timeout`.
-  int wait(std::chrono::seconds timeout) {
-    auto end = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      int status = 0;
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (std::chrono::steady_clock::now() > end) return -1;
-      // Reaping has no fd to poll on; a short sleep here waits for a child, not for a peer.
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
+using spmd::test::Child;
 using spmd::test::free_port;
 
 std::vector<std::string> rank_env(int rank, int world, int port) {
