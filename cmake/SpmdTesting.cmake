@@ -1,11 +1,13 @@
 # spmd_add_gtest(NAME SOURCES a.cpp b.cpp [LABELS l1 l2] [TIMEOUT s])
 # One gtest executable, registered as one ctest test per executable (fast to list; gtest
-# itself reports each case). Label "sanitize" marks tests the sanitizer builds run.
+# itself reports each case). Label "sanitize" marks tests the sanitizer builds run. Every one
+# fails a test that leaves a shared-memory segment behind (tests/common/shm_leak_check.cpp).
 include(GoogleTest)
 find_package(GTest REQUIRED)
 function(spmd_add_gtest name)
   cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;LABELS" ${ARGN})
-  add_executable(${name} ${A_SOURCES})
+  # Every test binary also checks, after each test, that it left nothing in /dev/shm.
+  add_executable(${name} ${A_SOURCES} ${CMAKE_SOURCE_DIR}/tests/common/shm_leak_check.cpp)
   target_link_libraries(${name} PRIVATE spmd_internal GTest::gtest GTest::gtest_main)
   spmd_set_warnings(${name})
   if(NOT A_TIMEOUT)

@@ -78,7 +78,9 @@ int die_mid_op(spmd::ProcessGroup& w) {
   } catch (const spmd::Error& e) {
     std::printf("caught %s: %s\n", spmd::error_kind_name(e.kind()), e.what());
     std::fflush(stdout);
-    return e.kind() == spmd::ErrorKind::PeerLost ? 0 : 3;
+    // PeerLost, naming the killed rank.
+    bool names_it = std::string(e.what()).find("rank " + std::to_string(w.size() - 1)) != std::string::npos;
+    return e.kind() == spmd::ErrorKind::PeerLost && names_it ? 0 : 3;
   }
 }
 

@@ -1,5 +1,6 @@
 // Collectives as real processes: ranks started with the torchrun variables (RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT), and a rank killed with SIGKILL mid-collective.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -69,9 +70,13 @@ TEST(MultiProcess, KilledRankGivesPeerLostPromptly) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   std::vector<Child> ranks;
-  for (int r = 0; r < world - 1; ++r)
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world - 1; ++r) {
     ranks.emplace_back(std::vector<std::string>{SPMD_WORKER, "die-mid-op"}, rank_env(r, world, port));
+    pids.push_back(ranks.back().pid());
+  }
   Child victim({SPMD_WORKER, "die-mid-op"}, rank_env(world - 1, world, port), pipe_fds[1]);
+  pids.push_back(victim.pid());
   ::close(pipe_fds[1]);
   // The victim says "victim ready" once every rank has finished one all_reduce.
   std::string out;
@@ -92,6 +97,13 @@ TEST(MultiProcess, KilledRankGivesPeerLostPromptly) {
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(secs, 30.0);
   std::printf("survivors reported PeerLost %.3f s after the kill\n", secs);
+  // The segment's name went as soon as every rank had mapped it: nothing of the job is left.
+  for (pid_t p : pids) {
+    std::string prefix = "spmd." + std::to_string(p) + ".";
+    DIR* d = ::opendir("/dev/shm");
+    while (dirent* e = d ? ::readdir(d) : nullptr) EXPECT_NE(std::string(e->d_name).rfind(prefix, 0), 0u) << e->d_name;
+    if (d) ::closedir(d);
+  }
 }
 
 }  // namespace
