@@ -1,7 +1,9 @@
 // The node agent: runs one attempt of the job on this node. It starts the node's workers,
 // pumps their output, reacts the moment one exits (SIGCHLD through the signalfd, no sleep
 // loops), and on a failure, a forwarded signal or a stop request from another node tears the
-// rest down: SIGTERM to each worker's process group, SIGKILL after the grace period.
+// rest down: SIGTERM to every process below spmdrun (workers and whatever they started),
+// SIGKILL after the grace period. When the workers are done, processes they left running are
+// stopped the same way, and named.
 #pragma once
 
 #include <chrono>
@@ -32,6 +34,7 @@ struct AttemptOutcome {
   int signal = 0;                        // Interrupted: the signal spmdrun received
   std::vector<WorkerFailure> failures;   // root cause first (failures before teardown only)
   std::vector<int> stopped_ranks;        // ranks spmdrun itself stopped
+  std::vector<std::string> leftovers;    // processes still running after every worker ended
   std::string message;                   // StartFailed: why
 };
 
@@ -49,9 +52,5 @@ class NodeAgent {
   SignalChannel& signals_;
   std::string attempt_log_dir_;
 };
-
-// The log directory torchrun would use when --redirects/--tee are given without --log-dir:
-// a fresh temporary one (created; its path is printed).
-std::string default_log_dir(const std::string& run_id);
 
 }  // namespace spmd::launcher

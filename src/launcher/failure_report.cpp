@@ -36,7 +36,7 @@ std::string format_failure_report(const std::string& program, const std::string&
   if (o.kind == AttemptOutcome::Kind::StartFailed) {
     s += "Could not start the workers: " + o.message + "\n";
   } else if (o.kind == AttemptOutcome::Kind::Interrupted) {
-    s += std::string("spmdrun received ") + signal_name(o.signal) +
+    s += "spmdrun " + interruption_text(o.signal) +
          " and stopped the workers (forwarded the signal, then SIGKILL after the grace period)\n";
   }
   if (!o.failures.empty()) {
@@ -46,6 +46,11 @@ std::string format_failure_report(const std::string& program, const std::string&
     s += kThin;
     s += "Root Cause (first observed failure):\n";
     s += describe(o.failures.front(), host);
+  }
+  if (!o.leftovers.empty()) {
+    s += kThin;
+    s += "Still running after the workers ended, stopped by spmdrun:\n";
+    for (const auto& p : o.leftovers) s += "  " + p + "\n";
   }
   if (!o.stopped_ranks.empty()) {
     s += kThin;
@@ -62,7 +67,7 @@ std::string format_failure_report(const std::string& program, const std::string&
 std::string summarize_root_cause(const std::string& host, const AttemptOutcome& o) {
   if (o.failures.empty()) {
     if (o.kind == AttemptOutcome::Kind::Interrupted)
-      return std::string("spmdrun on ") + host + " received " + signal_name(o.signal);
+      return "spmdrun on " + host + " " + interruption_text(o.signal);
     if (o.kind == AttemptOutcome::Kind::StartFailed) return "on " + host + ": " + o.message;
     return "a node on " + host + " stopped";
   }

@@ -81,11 +81,12 @@ Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_
   NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
   (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.
 
-When a worker fails, the others are stopped (SIGTERM to each worker's process group, SIGKILL
+When a worker fails, the others are stopped (SIGTERM to every process of the job, SIGKILL
 after --grace-period) and spmdrun prints which rank failed, where, how (exit code or signal)
 and the end of its stderr, then exits with that worker's exit code (128+N for signal N).
-SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Exit codes: 0 every worker
-succeeded; 2 bad flags; 127 the program could not be started.
+SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Processes the workers leave
+running are stopped when they end (and named); even kill -9 of spmdrun leaves none behind.
+Exit codes: 0 every worker succeeded; 2 bad flags; 127 the program could not be started.
 
 Examples:
   spmdrun --nproc-per-node 4 ./train

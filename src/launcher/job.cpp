@@ -6,9 +6,11 @@
 #include "common/log.hpp"
 #include "launcher/agent.hpp"
 #include "launcher/failure_report.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/net.hpp"
 #include "launcher/rendezvous.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -68,8 +70,8 @@ int run_job(Options o) {
                                                           : (verdict.exit_code != 0 ? verdict.exit_code : 1);
     }
   } catch (const Interrupted& i) {
-    say(std::string("spmdrun: interrupted by ") + signal_name(i.signal) + " during the rendezvous\n");
-    return 128 + i.signal;
+    say("spmdrun: " + interruption_text(i.signal) + " during the rendezvous; stopped\n");
+    return i.signal == guard_lost_signal() ? 128 + SIGKILL : 128 + i.signal;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/attempt_plan.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/head_node.hpp"
 #include "launcher/job.hpp"
 #include "launcher/options.hpp"
@@ -62,6 +63,18 @@ void set_omp_threads(const Options& o) {
   setenv("OMP_NUM_THREADS", "1", 1);
 }
 
+// The launcher proper: head-node mode or this node's part of the job.
+int run_launcher(const Options& o) {
+  try {
+    if (!o.hostfile.empty()) return run_head_node(o);
+    set_omp_threads(o);
+    return run_job(o);
+  } catch (const spmd::Error& e) {
+    say("spmdrun: error: " + plain_message(e) + "\n");
+    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,18 +92,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   const Options& o = parsed.options;
+  if (o.dry_run && o.hostfile.empty()) return dry_run(o);
+  if (!o.hostfile.empty() && o.dry_run) return run_launcher(o);
+  // Everything that starts processes runs guarded: spmdrun's own pid stays a small watchdog
+  // that stops whatever the job left if the launcher dies, and vice versa (guard.hpp).
   try {
-    if (!o.hostfile.empty()) return run_head_node(o);
+    return run_guarded([&o] { return run_launcher(o); }, o.grace_period_s);
   } catch (const spmd::Error& e) {
     say("spmdrun: error: " + plain_message(e) + "\n");
-    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
-  }
-  if (o.dry_run) return dry_run(o);
-  set_omp_threads(o);
-  try {
-    return run_job(o);
-  } catch (const spmd::Error& e) {
-    say("spmdrun: error: " + plain_message(e) + "\n");
-    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+    return 1;
   }
 }

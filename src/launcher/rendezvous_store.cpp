@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/log.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/net.hpp"
 #include "launcher/plain_message.hpp"
 #include "spmd/error.hpp"
@@ -179,8 +180,7 @@ void StoreRendezvous::watch(Store& client, const std::string& over, const std::v
           changed[r] = Clock::now();
         } else if (Clock::now() - changed[r] > peer_timeout) {
           lost = "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
-                 std::to_string(peer_timeout.count() / 1000.0).substr(0, 4) +
-                 " s; was it killed, or its machine lost?)";
+                 seconds_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
           break;
         }
       }
@@ -222,9 +222,13 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
         if (fds[0].revents & POLLIN) {
           while (auto sig = signals_.read_one()) {
             if (*sig == SIGCHLD) continue;
-            store_->compare_set(over_key, {}, to_bytes("stop|" + std::to_string(node_rank_) + "|" +
-                                                         std::to_string(128 + *sig) + "|spmdrun on " +
-                                                         host_name() + " received " + signal_name(*sig)));
+            // A signal stops the whole job; the guard's death is this node's loss (a failure).
+            bool lost = *sig == guard_lost_signal();
+            store_->compare_set(over_key, {}, to_bytes(std::string(lost ? "fail|" : "stop|") +
+                                                         std::to_string(node_rank_) + "|" +
+                                                         std::to_string(128 + (lost ? SIGKILL : *sig)) +
+                                                         "|spmdrun on " + host_name() + " " +
+                                                         interruption_text(*sig)));
           }
         }
       }
@@ -233,7 +237,10 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       if (!peer_lost_.empty())
         store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
     } else {
-      std::string what = local.kind == Kind::Interrupted ? "stop" : "fail";
+      // A signal to spmdrun stops the whole job; the loss of a node's spmdrun (its guard was
+      // killed) is a node failure, after which the others may restart.
+      bool stop = local.kind == Kind::Interrupted && local.signal != guard_lost_signal();
+      std::string what = stop ? "stop" : "fail";
       store_->compare_set(over_key, {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
                                                    std::to_string(local.exit_code) + "|" + summary));
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include "../../common/free_port.hpp"
@@ -139,6 +140,67 @@ bool wait_gone(int pid, std::chrono::milliseconds timeout) {
     if (::poll(&p, 1, deadline.poll_ms()) > 0) return true;
   }
   return process_gone(pid);
+}
+
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// /proc/<pid>/stat fields after the name: state, ppid.
+bool stat_of(int pid, char& state, int& ppid, std::string& name) {
+  std::string text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos) return false;
+  name = text.substr(open + 1, close - open - 1);
+  std::istringstream rest(text.substr(close + 1));
+  return static_cast<bool>(rest >> state >> ppid);
+}
+}  // namespace
+
+std::vector<int> processes_with_env(const std::string& name, const std::string& value) {
+  std::string want = name + "=" + value;
+  want.push_back('\0');
+  std::vector<int> found;
+  for (int pid : all_pids()) {
+    std::string env = read_file("/proc/" + std::to_string(pid) + "/environ");
+    env.push_back('\0');
+    char state = '?';
+    int ppid = 0;
+    std::string comm;
+    if ((env.rfind(want, 0) == 0 || env.find(std::string(1, '\0') + want) != std::string::npos) &&
+        stat_of(pid, state, ppid, comm) && state != 'Z')
+      found.push_back(pid);
+  }
+  return found;
+}
+
+int launcher_of(int guard_pid) {
+  for (int pid : all_pids()) {
+    char state = '?';
+    int ppid = 0;
+    std::string comm;
+    if (stat_of(pid, state, ppid, comm) && ppid == guard_pid && comm == "spmdrun") return pid;
+  }
+  return -1;
+}
+
+std::string unique_marker() {
+  static int counter = 0;
+  return std::to_string(getpid()) + "-" + std::to_string(++counter) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 int free_port() { return spmd::test::free_port(); }

@@ -50,6 +50,13 @@ std::vector<int> worker_pids(const std::string& out);
 bool process_gone(int pid);
 // Waits (pidfd + poll, with a deadline) until the process has exited; true if it did.
 bool wait_gone(int pid, std::chrono::milliseconds timeout);
+// Live (not zombie) processes whose environment holds NAME=VALUE (found by scanning /proc):
+// every process of a job started with a unique marker variable, wherever it ended up.
+std::vector<int> processes_with_env(const std::string& name, const std::string& value);
+// The launcher process a guard (the spmdrun pid a test started) forked, or -1.
+int launcher_of(int guard_pid);
+// A unique marker value for processes_with_env.
+std::string unique_marker();
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).
 int free_port();
 

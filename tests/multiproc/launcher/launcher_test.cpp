@@ -132,7 +132,26 @@ TEST(Launcher, C10dRendezvousTwoNodes) {
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
 }
 
-TEST(Launcher, ANodeWhoseLauncherDiesStopsTheJob) {
+TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
+  std::string port = std::to_string(free_port());
+  auto args = [&](int node) {
+    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
+                                    port, "--grace-period", "1", print_env_path(), "--sleep-ms", "30000"};
+  };
+  Launch node0(args(0));
+  Launch node1(args(1));
+  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  node1.signal(SIGKILL);  // its launcher process still stops the node and tells the others
+  Result r0 = node0.finish(), r1 = node1.finish();
+  EXPECT_EQ(r0.code, 128 + SIGKILL) << r0.err;
+  EXPECT_NE(r0.err.find("the job failed on another node: spmdrun on "), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find(" was killed (pid " + std::to_string(node1.pid()) + ")"), std::string::npos) << r0.err;
+  expect_all_gone(r0.out);
+  for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+}
+
+TEST(Launcher, ANodeWhoseLauncherHangsIsFoundByItsMissingHeartbeat) {
   std::string port = std::to_string(free_port());
   auto args = [&](int node) {
     return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
@@ -142,11 +161,16 @@ TEST(Launcher, ANodeWhoseLauncherDiesStopsTheJob) {
   Launch node1(args(1));
   ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
   ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-  node1.signal(SIGKILL);  // no goodbye: only the missing heartbeat tells node 0
-  Result r0 = node0.finish(), r1 = node1.finish();
+  int launcher1 = launcher_of(node1.pid());
+  ASSERT_GT(launcher1, 0);
+  ::kill(launcher1, SIGSTOP);  // a hung node: no goodbye, only the missing heartbeat tells node 0
+  Result r0 = node0.finish();
   EXPECT_EQ(r0.code, 1) << r0.err;
   EXPECT_NE(r0.err.find("node 1's spmdrun stopped answering"), std::string::npos) << r0.err;
   expect_all_gone(r0.out);
+  ::kill(launcher1, SIGKILL);  // node 1's guard then stops what the launcher left
+  Result r1 = node1.finish();
+  EXPECT_EQ(r1.code, 128 + SIGKILL);
   for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
 }
 
@@ -205,9 +229,9 @@ TEST(Launcher, SigintToLauncherStopsEveryWorker) {
 }
 
 TEST(Launcher, KilledLauncherTakesItsWorkersWithIt) {
-  Launch l({"--nproc-per-node", "2", print_env_path(), "--sleep-ms", "30000"});
+  Launch l({"--nproc-per-node", "2", "--grace-period", "1", print_env_path(), "--sleep-ms", "30000"});
   ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));
-  l.signal(SIGKILL);  // no teardown possible: PR_SET_PDEATHSIG must do it
+  l.signal(SIGKILL);  // the launcher process (PDEATHSIG from the guard) stops the workers
   Result r = l.finish();
   EXPECT_EQ(r.code, 128 + SIGKILL);
   auto pids = worker_pids(r.out);

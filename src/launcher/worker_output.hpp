@@ -1,0 +1,31 @@
+// Where a worker's output goes: the console line prefix ("[<rank>]:", or torch's template),
+// the log directory layout torchrun uses (<log dir>/<run id>/attempt_<n>/<local rank>/), and
+// the routes -r/-t/--local-ranks-filter give each stream.
+#pragma once
+
+#include <string>
+
+#include "launcher/options.hpp"
+#include "launcher/rank_table.hpp"
+#include "launcher/stream_pump.hpp"
+
+namespace spmd::launcher {
+
+// mkdir -p.
+void make_dirs(const std::string& path);
+
+// The console prefix of one worker: "[<global rank>]:" (unambiguous across nodes, unlike
+// torchrun 1.13's "[<role><local rank>]:") unless TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+// (torch's $role_name, $rank, $local_rank) says otherwise.
+std::string line_prefix(const Options& o, const RankEntry& e);
+
+// The route of one stream (kStdOut or kStdErr) of one worker: console, log file under
+// `rank_dir` (created when needed), or both; keeps the last stderr lines for the report.
+StreamRoute worker_route(const Options& o, const RankEntry& e, unsigned stream, bool prefix_lines,
+                         const std::string& rank_dir);
+
+// The log directory torchrun would use when --redirects/--tee are given without --log-dir:
+// a fresh temporary one (created; its path is printed).
+std::string default_log_dir(const std::string& run_id);
+
+}  // namespace spmd::launcher
