@@ -13,6 +13,7 @@
 #include "launcher/guard.hpp"
 #include "launcher/plain_message.hpp"
 #include "launcher/process_tree.hpp"
+#include "launcher/root_cause.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
@@ -54,14 +55,16 @@ struct Worker {
 // One attempt on this node, from the first spawn to the last process gone.
 class AttemptRun {
  public:
-  AttemptRun(const Options& o, SignalChannel& signals, const AttemptPlan& plan, std::string log_dir)
-      : o_(o), signals_(signals), plan_(plan), log_dir_(std::move(log_dir)) {}
+  AttemptRun(const Options& o, SignalChannel& signals, const AttemptPlan& plan, std::string log_dir,
+             const NodeAgent::RootCauseListener& on_root_cause)
+      : o_(o), signals_(signals), plan_(plan), log_dir_(std::move(log_dir)), on_root_cause_(on_root_cause) {}
 
   AttemptOutcome run(int stop_fd);
 
  private:
   void start_workers();
   void collect_exits();
+  void record_failure(Worker& w);
   void begin_stop(int sig);
   void kill_everything();
   void handle_signal(int sig);
@@ -73,9 +76,11 @@ class AttemptRun {
   SignalChannel& signals_;
   const AttemptPlan& plan_;
   std::string log_dir_;
+  const NodeAgent::RootCauseListener& on_root_cause_;
   std::vector<Worker> workers_;
   AttemptOutcome outcome_;
-  bool stopping_ = false, killed_ = false, leftovers_checked_ = false;
+  bool stopping_ = false, killed_ = false, leftovers_checked_ = false, announced_ = false;
+  int stop_signal_ = 0;  // what begin_stop sent
   Deadline kill_at_ = Deadline::never();
 };
 
@@ -118,8 +123,9 @@ void AttemptRun::start_workers() {
   }
 }
 
-// Reaps the workers that have ended; a worker that failed on its own (not stopped by spmdrun)
-// is a failure, the first one the root cause.
+// Reaps the workers that have ended. A worker that failed on its own is a failure; during a
+// teardown only an end by a signal spmdrun did not send counts (a rank SIGKILLed from outside
+// while spmdrun was stopping the others, after one of them had lost it and been seen first).
 void AttemptRun::collect_exits() {
   for (auto& w : workers_) {
     if (w.counted || !w.process.try_reap()) continue;
@@ -127,19 +133,35 @@ void AttemptRun::collect_exits() {
     const ExitStatus& s = *w.process.status();
     SPMD_LOG(Info) << "spmdrun: rank " << w.entry.global_rank << " (pid " << w.process.pid()
                    << ") ended: " << s.describe();
-    if (s.ok() || stopping_) continue;
-    WorkerFailure f;
-    f.global_rank = w.entry.global_rank;
-    f.local_rank = w.entry.local_rank;
-    f.node_rank = plan_.node_rank;
-    f.pid = w.process.pid();
-    f.status = s;
-    f.time = now_text();
-    outcome_.failures.push_back(std::move(f));
-    if (outcome_.kind == AttemptOutcome::Kind::Succeeded) {
-      outcome_.kind = AttemptOutcome::Kind::WorkerFailed;
-      outcome_.exit_code = s.code;
-    }
+    if (s.ok()) continue;
+    bool own_end = !stopping_ || (!killed_ && s.signal != 0 && s.signal != stop_signal_);
+    if (own_end) record_failure(w);
+  }
+}
+
+void AttemptRun::record_failure(Worker& w) {
+  // Its last words are in the pipe now that it has exited: read them before judging.
+  w.out->drain();
+  w.err->drain();
+  WorkerFailure f;
+  f.global_rank = w.entry.global_rank;
+  f.local_rank = w.entry.local_rank;
+  f.node_rank = plan_.node_rank;
+  f.pid = w.process.pid();
+  f.status = *w.process.status();
+  f.time = now_text();
+  f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
+  f.lost_peer = failed_from_lost_peer(f.stderr_tail);
+  std::erase(outcome_.stopped_ranks, f.global_rank);
+  outcome_.failures.push_back(std::move(f));
+  put_root_cause_first(outcome_.failures);
+  if (outcome_.kind == AttemptOutcome::Kind::Succeeded || outcome_.kind == AttemptOutcome::Kind::WorkerFailed) {
+    outcome_.kind = AttemptOutcome::Kind::WorkerFailed;
+    outcome_.exit_code = outcome_.failures.front().status.code;
+  }
+  if (!announced_ && !outcome_.failures.front().lost_peer && on_root_cause_) {
+    announced_ = true;
+    on_root_cause_(outcome_);
   }
 }
 
@@ -150,6 +172,7 @@ void AttemptRun::begin_stop(int sig) {
   if (stopping_) return;
   collect_exits();  // a worker that had already ended was not stopped by us
   stopping_ = true;
+  stop_signal_ = sig;
   for (auto& w : workers_)
     if (w.process.running()) outcome_.stopped_ranks.push_back(w.entry.global_rank);
   signal_descendants(getpid(), sig);
@@ -268,16 +291,10 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
     w.out->finish();
     w.err->finish();
   }
-  for (auto& f : outcome_.failures)
+  for (auto& f : outcome_.failures)  // what they wrote until the end
     for (auto& w : workers_)
       if (w.entry.global_rank == f.global_rank)
         f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
-  // Only ranks spmdrun stopped that did not fail on their own count as "stopped".
-  std::erase_if(outcome_.stopped_ranks, [&](int r) {
-    for (auto& f : outcome_.failures)
-      if (f.global_rank == r) return true;
-    return false;
-  });
   return outcome_;
 }
 
@@ -286,13 +303,13 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
 NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
-AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
+AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
   attempt_log_dir_.clear();
   if (options_.redirects.any() || options_.tee.any()) {
     attempt_log_dir_ = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.restart_count);
     make_dirs(attempt_log_dir_);
   }
-  AttemptRun attempt(options_, signals_, plan, attempt_log_dir_);
+  AttemptRun attempt(options_, signals_, plan, attempt_log_dir_, on_root_cause);
   return attempt.run(stop_fd);
 }
 

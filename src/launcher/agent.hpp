@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct WorkerFailure {
   ExitStatus status;
   std::string time;                      // when it was seen to fail (local time)
   std::vector<std::string> stderr_tail;  // its last stderr lines
+  bool lost_peer = false;                // it failed because a peer was lost: a consequence
 };
 
 struct AttemptOutcome {
@@ -32,7 +34,9 @@ struct AttemptOutcome {
   Kind kind = Kind::Succeeded;
   int exit_code = 0;                     // what spmdrun exits with if this is the last attempt
   int signal = 0;                        // Interrupted: the signal spmdrun received
-  std::vector<WorkerFailure> failures;   // root cause first (failures before teardown only)
+  // Root cause first (root_cause.hpp), then in the order seen. Failures during a teardown
+  // count only when the worker ended by a signal spmdrun did not send.
+  std::vector<WorkerFailure> failures;
   std::vector<int> stopped_ranks;        // ranks spmdrun itself stopped
   std::vector<std::string> leftovers;    // processes still running after every worker ended
   std::string message;                   // StartFailed: why
@@ -41,9 +45,12 @@ struct AttemptOutcome {
 class NodeAgent {
  public:
   NodeAgent(const Options& options, SignalChannel& signals);
+  // Called once, the moment a failure that is not a lost peer's consequence becomes the root
+  // cause (outcome.failures.front()), so other nodes learn of it before the local teardown.
+  using RootCauseListener = std::function<void(const AttemptOutcome&)>;
   // Runs the attempt to its end. `stop_fd` (or -1) becomes readable when another node asks
   // this one to stop (its failure, or a signal it got).
-  AttemptOutcome run(const AttemptPlan& plan, int stop_fd);
+  AttemptOutcome run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause = {});
   // Where the attempt's log files went ("" when none were written).
   const std::string& attempt_log_dir() const { return attempt_log_dir_; }
 

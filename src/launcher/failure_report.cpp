@@ -16,6 +16,8 @@ std::string describe(const WorkerFailure& f, const std::string& host) {
     s += "  exitcode  : " + std::to_string(f.status.code) + " (killed by " + f.status.describe() + ")\n";
   else
     s += "  exitcode  : " + std::to_string(f.status.code) + "\n";
+  if (f.lost_peer)
+    s += "  note      : it failed because a peer was lost: a consequence of another failure\n";
   if (f.stderr_tail.empty()) {
     s += "  stderr    : <empty>\n";
   } else {

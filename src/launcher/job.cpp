@@ -42,7 +42,9 @@ int run_job(Options o) {
                      << plan.table.nnodes() << ", ranks " << plan.table.first_rank(plan.node_rank)
                      << ".." << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
                      << " of " << plan.table.world_size();
-      AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd());
+      AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd(), [&](const AttemptOutcome& local) {
+        rdzv->announce_root_cause(local, summarize_root_cause(host, local));
+      });
       Verdict verdict = rdzv->conclude(outcome, summarize_root_cause(host, outcome));
       if (verdict.ok) {
         rdzv->finish();

@@ -32,6 +32,10 @@ class Rendezvous {
   virtual AttemptPlan next(int restart_count) = 0;
   // Readable when another node ended the current attempt (-1: single node).
   virtual int stop_fd() { return -1; }
+  // A worker on this node failed on its own (not from a lost peer): tell the other nodes now,
+  // before the local teardown, so the first such failure in the job is the one every node
+  // names (`summary`: one line).
+  virtual void announce_root_cause(const AttemptOutcome& /*local*/, const std::string& /*summary*/) {}
   // Publishes this node's outcome and returns the job's.
   virtual Verdict conclude(const AttemptOutcome& local, const std::string& summary) = 0;
   // The job is over (after the last verdict): the host keeps the store up until every node

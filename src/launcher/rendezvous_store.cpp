@@ -22,6 +22,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kWaitSlice{250};
 constexpr milliseconds kCallTimeout{30000};
 constexpr milliseconds kAckTimeout{10000};
+// How long a node whose workers only lost peers waits for another node to name the failure
+// that caused it before it names its own: other nodes announce theirs as soon as they see it.
+constexpr milliseconds kConsequenceWait{3000};
 
 std::vector<std::string> split(const std::string& s, char sep, size_t max_parts) {
   std::vector<std::string> parts;
@@ -206,6 +209,15 @@ void StoreRendezvous::stop_watcher() {
   watcher_.join();  // ends within one 5 s wait slice at worst; at once once "over" is set
 }
 
+void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const std::string& summary) {
+  try {
+    store_->compare_set(key("over"), {}, to_bytes("fail|" + std::to_string(node_rank_) + "|" +
+                                                  std::to_string(local.exit_code) + "|" + summary));
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << plain_message(e);
+  }
+}
+
 Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string& summary) {
   using Kind = AttemptOutcome::Kind;
   Verdict v;
@@ -237,6 +249,15 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       if (!peer_lost_.empty())
         store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
     } else {
+      if (!local.failures.empty() && local.failures.front().lost_peer) {
+        // Every local failure is a lost peer's consequence: the cause is elsewhere, and the
+        // node that saw it has normally said so already.
+        try {
+          store_->wait({over_key}, kConsequenceWait);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Timeout) throw;
+        }
+      }
       // A signal to spmdrun stops the whole job; the loss of a node's spmdrun (its guard was
       // killed) is a node failure, after which the others may restart.
       bool stop = local.kind == Kind::Interrupted && local.signal != guard_lost_signal();

@@ -33,6 +33,7 @@ class StoreRendezvous : public Rendezvous {
   ~StoreRendezvous() override;
 
   int stop_fd() override { return stop_event_.get(); }
+  void announce_root_cause(const AttemptOutcome& local, const std::string& summary) override;
   Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
   void finish() override;
 
