@@ -55,9 +55,9 @@ struct Worker {
 // One attempt on this node, from the first spawn to the last process gone.
 class AttemptRun {
  public:
-  AttemptRun(const Options& o, SignalChannel& signals, const AttemptPlan& plan, std::string log_dir,
+  AttemptRun(const Options& o, SignalChannel& signals, const AttemptPlan& plan, std::string attempt_dir,
              const NodeAgent::RootCauseListener& on_root_cause)
-      : o_(o), signals_(signals), plan_(plan), log_dir_(std::move(log_dir)), on_root_cause_(on_root_cause) {}
+      : o_(o), signals_(signals), plan_(plan), attempt_dir_(std::move(attempt_dir)), on_root_cause_(on_root_cause) {}
 
   AttemptOutcome run(int stop_fd);
 
@@ -75,7 +75,7 @@ class AttemptRun {
   const Options& o_;
   SignalChannel& signals_;
   const AttemptPlan& plan_;
-  std::string log_dir_;
+  std::string attempt_dir_;  // <log dir>/<run id>/attempt_<n>: logs and error files per rank
   const NodeAgent::RootCauseListener& on_root_cause_;
   std::vector<Worker> workers_;
   AttemptOutcome outcome_;
@@ -104,8 +104,12 @@ void AttemptRun::start_workers() {
   for (const RankEntry& e : entries) {
     Worker w;
     w.entry = e;
+    std::string dir = attempt_dir_ + "/" + std::to_string(e.local_rank);
     try {
-      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ), &signals_.original_mask()};
+      make_dirs(dir);
+      ::unlink((dir + "/error.json").c_str());  // a stale one from an earlier job with this --log-dir
+      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ, dir + "/error.json"),
+                     &signals_.original_mask()};
       w.process = ChildProcess::spawn(spec);
     } catch (const Error& err) {
       outcome_.kind = AttemptOutcome::Kind::StartFailed;
@@ -114,7 +118,6 @@ void AttemptRun::start_workers() {
       begin_stop(SIGTERM);
       return;
     }
-    std::string dir = log_dir_ + "/" + std::to_string(e.local_rank);
     w.out = std::make_unique<StreamPump>(std::move(w.process.stdout_pipe()),
                                          worker_route(o_, e, kStdOut, prefix_lines, dir));
     w.err = std::make_unique<StreamPump>(std::move(w.process.stderr_pipe()),
@@ -151,7 +154,9 @@ void AttemptRun::record_failure(Worker& w) {
   f.status = *w.process.status();
   f.time = now_text();
   f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
-  f.lost_peer = failed_from_lost_peer(f.stderr_tail);
+  f.error_file = read_error_file(attempt_dir_ + "/" + std::to_string(f.local_rank) + "/error.json");
+  f.lost_peer = failed_from_lost_peer(f.stderr_tail, f.error_file ? f.error_file->message : "");
+  f.hint = failure_hint(worker_python(o_), f.stderr_tail);
   std::erase(outcome_.stopped_ranks, f.global_rank);
   outcome_.failures.push_back(std::move(f));
   put_root_cause_first(outcome_.failures);
@@ -304,12 +309,10 @@ NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
 AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
-  attempt_log_dir_.clear();
-  if (options_.redirects.any() || options_.tee.any()) {
-    attempt_log_dir_ = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.restart_count);
-    make_dirs(attempt_log_dir_);
-  }
-  AttemptRun attempt(options_, signals_, plan, attempt_log_dir_, on_root_cause);
+  std::string dir = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.restart_count);
+  make_dirs(dir);
+  attempt_log_dir_ = options_.redirects.any() || options_.tee.any() ? dir : "";
+  AttemptRun attempt(options_, signals_, plan, dir, on_root_cause);
   return attempt.run(stop_fd);
 }
 

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/attempt_plan.hpp"
 #include "launcher/child_process.hpp"
+#include "launcher/error_file.hpp"
 #include "launcher/options.hpp"
 #include "launcher/signals.hpp"
 
@@ -27,6 +29,8 @@ struct WorkerFailure {
   std::string time;                      // when it was seen to fail (local time)
   std::vector<std::string> stderr_tail;  // its last stderr lines
   bool lost_peer = false;                // it failed because a peer was lost: a consequence
+  std::optional<WorkerErrorFile> error_file;  // what its @record wrote (PyTorch), if anything
+  std::string hint;                      // what to try, when spmdrun recognises the failure
 };
 
 struct AttemptOutcome {

@@ -26,11 +26,15 @@ struct AttemptPlan {
 // The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,
 // else torchrun's PYTHON_EXEC, else python3 from PATH — with -u; anything else runs directly.
 std::vector<std::string> worker_command(const Options& options);
+// The Python that runs the workers ("" when the program is not run under Python).
+std::string worker_python(const Options& options);
 
 // The complete environment of one worker: the launcher's own environment with the launch
-// variables set (replacing any inherited values).
+// variables set (replacing any inherited values), and TORCHELASTIC_ERROR_FILE=error_file
+// when one is given.
 std::vector<std::string> worker_environment(const Options& options, const AttemptPlan& plan,
-                                            const RankEntry& entry, char** base_environ);
+                                            const RankEntry& entry, char** base_environ,
+                                            const std::string& error_file = "");
 
 // The names of every variable worker_environment sets (for docs and tests).
 const std::vector<std::string>& launch_variable_names();

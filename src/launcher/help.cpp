@@ -78,8 +78,11 @@ spmd extras:
 Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
   TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE=False
+  TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
   NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
   (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.
+  With TORCHELASTIC_ERROR_FILE set for spmdrun itself, a failed job's root cause is written
+  there (as torchrun does).
 
 When a worker fails, the others are stopped (SIGTERM to every process of the job, SIGKILL
 after --grace-period) and spmdrun prints which rank failed, where, how (exit code or signal)

@@ -1,10 +1,13 @@
 #include "launcher/job.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "common/log.hpp"
 #include "launcher/agent.hpp"
+#include "launcher/error_file.hpp"
 #include "launcher/failure_report.hpp"
 #include "launcher/guard.hpp"
 #include "launcher/net.hpp"
@@ -18,6 +21,14 @@ namespace spmd::launcher {
 namespace {
 void say(const std::string& text) { write_all(2, text.data(), text.size()); }
 
+// torchrun's agent copies the root cause's error file to its own TORCHELASTIC_ERROR_FILE;
+// without one (a signal, a C++ worker), spmdrun writes one in the same format from the report.
+void write_job_error_file(const std::string& path, const CauseNotice& cause, int exit_code) {
+  std::string json = cause.error_json;
+  if (json.empty()) json = to_json(job_error_document(std::nullopt, exit_code, cause.summary, ""));
+  write_error_file(path, json);
+}
+
 std::string program_name(const Options& o) {
   std::string s = o.program;
   if (o.module) s = "-m " + s;
@@ -27,7 +38,10 @@ std::string program_name(const Options& o) {
 
 int run_job(Options o) {
   SignalChannel signals;
-  if (o.log_dir.empty() && (o.redirects.any() || o.tee.any())) {
+  // spmdrun's own TORCHELASTIC_ERROR_FILE (set by a scheduler, or an outer torchrun) is the
+  // job's: it gets the root cause's error document when the job fails.
+  const char* job_error_file = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (o.log_dir.empty()) {
     o.log_dir = default_log_dir(o.rdzv_id);
     say("spmdrun: worker logs go to " + o.log_dir + "\n");
   }
@@ -43,9 +57,10 @@ int run_job(Options o) {
                      << ".." << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
                      << " of " << plan.table.world_size();
       AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd(), [&](const AttemptOutcome& local) {
-        rdzv->announce_root_cause(local, summarize_root_cause(host, local));
+        rdzv->announce_root_cause(local, cause_notice(host, local));
       });
-      Verdict verdict = rdzv->conclude(outcome, summarize_root_cause(host, outcome));
+      CauseNotice cause = cause_notice(host, outcome);
+      Verdict verdict = rdzv->conclude(outcome, cause);
       if (verdict.ok) {
         rdzv->finish();
         return 0;
@@ -59,6 +74,9 @@ int run_job(Options o) {
       }
       bool have_report = !outcome.failures.empty() || interrupted ||
                          outcome.kind == AttemptOutcome::Kind::StartFailed;
+      if (o.scratch_log_dir)  // the workers' error files go with it: no path to show
+        for (auto& f : outcome.failures)
+          if (f.error_file) f.error_file->path.clear();
       if (have_report) say(format_failure_report(program_name(o), host, outcome, attempt + 1));
       if (!verdict.local_root) {
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
@@ -66,6 +84,9 @@ int run_job(Options o) {
       } else if (!have_report) {
         say("spmdrun: the job failed: " + verdict.remote_cause + "; this node's workers were stopped\n");
       }
+      if (job_error_file != nullptr && *job_error_file != '\0')
+        write_job_error_file(job_error_file, verdict.local_root ? cause : CauseNotice{verdict.remote_cause, verdict.error_json},
+                             verdict.exit_code);
       rdzv->finish();
       if (interrupted) return outcome.exit_code;
       return verdict.local_root && outcome.exit_code != 0 ? outcome.exit_code

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "launcher/rank_table.hpp"
 #include "launcher/plain_message.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
 
 extern char** environ;
@@ -91,9 +93,22 @@ int main(int argc, char** argv) {
     write_all(1, h.data(), h.size());
     return 0;
   }
-  const Options& o = parsed.options;
+  Options& o = parsed.options;
   if (o.dry_run && o.hostfile.empty()) return dry_run(o);
   if (!o.hostfile.empty() && o.dry_run) return run_launcher(o);
+  // The workers' error files need a directory even without --log-dir, -r or -t: a temporary
+  // one, owned by the guard, so it is removed even when the launcher process is killed.
+  std::optional<ScratchDir> scratch;
+  if (o.hostfile.empty() && o.log_dir.empty() && !o.redirects.any() && !o.tee.any()) {
+    try {
+      scratch.emplace(default_log_dir(o.rdzv_id));
+    } catch (const spmd::Error& e) {
+      say("spmdrun: error: " + plain_message(e) + "\n");
+      return 1;
+    }
+    o.log_dir = scratch->path();
+    o.scratch_log_dir = true;
+  }
   // Everything that starts processes runs guarded: spmdrun's own pid stays a small watchdog
   // that stops whatever the job left if the launcher dies, and vice versa (guard.hpp).
   try {

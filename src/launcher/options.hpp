@@ -42,6 +42,7 @@ struct Options {
   bool run_path = false;
   // Output.
   std::string log_dir;
+  bool scratch_log_dir = false;  // log_dir is spmdrun's own temporary one (error files only)
   StdSpec redirects;
   StdSpec tee;
   std::set<int> local_ranks_filter;  // empty = every rank

@@ -10,6 +10,7 @@
 
 #include "launcher/agent.hpp"
 #include "launcher/attempt_plan.hpp"
+#include "launcher/failure_report.hpp"
 #include "launcher/options.hpp"
 #include "launcher/signals.hpp"
 
@@ -22,6 +23,7 @@ struct Verdict {
   bool local_root = true;    // the failure happened on this node (this node prints the report)
   bool stop_job = false;     // a node was interrupted by a signal: no restart
   std::string remote_cause;  // otherwise: what the failing node said
+  std::string error_json;    // and its root cause's error document ("" when unknown)
 };
 
 class Rendezvous {
@@ -34,10 +36,10 @@ class Rendezvous {
   virtual int stop_fd() { return -1; }
   // A worker on this node failed on its own (not from a lost peer): tell the other nodes now,
   // before the local teardown, so the first such failure in the job is the one every node
-  // names (`summary`: one line).
-  virtual void announce_root_cause(const AttemptOutcome& /*local*/, const std::string& /*summary*/) {}
+  // names.
+  virtual void announce_root_cause(const AttemptOutcome& /*local*/, const CauseNotice& /*cause*/) {}
   // Publishes this node's outcome and returns the job's.
-  virtual Verdict conclude(const AttemptOutcome& local, const std::string& summary) = 0;
+  virtual Verdict conclude(const AttemptOutcome& local, const CauseNotice& cause) = 0;
   // The job is over (after the last verdict): the host keeps the store up until every node
   // has read it.
   virtual void finish() {}

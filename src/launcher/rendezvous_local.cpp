@@ -31,7 +31,7 @@ AttemptPlan LocalRendezvous::next(int restart_count) {
   return plan;
 }
 
-Verdict LocalRendezvous::conclude(const AttemptOutcome& local, const std::string&) {
+Verdict LocalRendezvous::conclude(const AttemptOutcome& local, const CauseNotice&) {
   Verdict v;
   v.ok = local.kind == AttemptOutcome::Kind::Succeeded;
   v.exit_code = local.exit_code;

@@ -209,16 +209,23 @@ void StoreRendezvous::stop_watcher() {
   watcher_.join();  // ends within one 5 s wait slice at worst; at once once "over" is set
 }
 
-void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const std::string& summary) {
+void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) {
   try {
-    store_->compare_set(key("over"), {}, to_bytes("fail|" + std::to_string(node_rank_) + "|" +
-                                                  std::to_string(local.exit_code) + "|" + summary));
+    publish_failure("fail", local.exit_code, cause);
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << plain_message(e);
   }
 }
 
-Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string& summary) {
+// Sets the attempt's verdict to this node's failure, unless one is set already; its error
+// document goes first, under "error<node>", for the other nodes' error files.
+void StoreRendezvous::publish_failure(const std::string& what, int exit_code, const CauseNotice& cause) {
+  if (!cause.error_json.empty()) store_->set(key("error" + std::to_string(node_rank_)), cause.error_json);
+  store_->compare_set(key("over"), {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
+                                                std::to_string(exit_code) + "|" + cause.summary));
+}
+
+Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice& cause) {
   using Kind = AttemptOutcome::Kind;
   Verdict v;
   std::string over_key = key("over");
@@ -261,9 +268,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       // A signal to spmdrun stops the whole job; the loss of a node's spmdrun (its guard was
       // killed) is a node failure, after which the others may restart.
       bool stop = local.kind == Kind::Interrupted && local.signal != guard_lost_signal();
-      std::string what = stop ? "stop" : "fail";
-      store_->compare_set(over_key, {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
-                                                   std::to_string(local.exit_code) + "|" + summary));
+      publish_failure(stop ? "stop" : "fail", local.exit_code, cause);
     }
     stop_watcher();
     {
@@ -271,6 +276,9 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       if (!watcher_error_.empty() && !store_->check({over_key})) raise(ErrorKind::PeerLost, watcher_error_);
     }
     value = to_string(store_->get(over_key));
+    auto parts = split(value, '|', 4);
+    if (parts.size() > 1 && parts[1] != std::to_string(node_rank_) && store_->check({key("error" + parts[1])}))
+      v.error_json = store_->get_string(key("error" + parts[1]));
     store_->set(key("ack" + std::to_string(node_rank_)), std::string("1"));
   } catch (const Error& e) {
     v.ok = false;

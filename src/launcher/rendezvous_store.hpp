@@ -7,6 +7,7 @@
 //            ("fail|<node>|<exit code>|<summary>", or "stop|..." after a signal), or by the
 //            last node to succeed ("ok"). Every node's watcher thread waits on it and wakes
 //            its agent, which stops the local workers.
+//   error<r> — node r's root cause as a PyTorch error document, set before its "over".
 //   done   — count of nodes whose workers all succeeded.
 //   ack<r> — node r has read "over"; the hosting node keeps the store up until all have.
 //   beat<r> — node r's heartbeat counter, advanced by its watcher thread; a counter that
@@ -33,8 +34,8 @@ class StoreRendezvous : public Rendezvous {
   ~StoreRendezvous() override;
 
   int stop_fd() override { return stop_event_.get(); }
-  void announce_root_cause(const AttemptOutcome& local, const std::string& summary) override;
-  Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
+  void announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) override;
+  Verdict conclude(const AttemptOutcome& local, const CauseNotice& cause) override;
   void finish() override;
 
  protected:
@@ -67,6 +68,7 @@ class StoreRendezvous : public Rendezvous {
   void stop_watcher();
   void watch(Store& client, const std::string& over, const std::vector<std::string>& beats);
   std::unique_ptr<TcpStore> connect(const Deadline& deadline);
+  void publish_failure(const std::string& what, int exit_code, const CauseNotice& cause);
 
   Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
   std::thread watcher_;

@@ -30,6 +30,16 @@ bool failed_from_lost_peer(const std::vector<std::string>& stderr_tail, const st
   return false;
 }
 
+std::string failure_hint(const std::string& python, const std::vector<std::string>& stderr_tail) {
+  if (python.empty()) return "";
+  for (const std::string& line : stderr_tail)
+    if (line.find("No module named 'torch'") != std::string::npos ||
+        line.find("No module named 'torch.") != std::string::npos)
+      return python + " cannot import torch; set SPMD_PYTHON to a Python that has it (e.g. "
+             "SPMD_PYTHON=/usr/bin/python3, Debian's, with python3-torch)";
+  return "";
+}
+
 void put_root_cause_first(std::vector<WorkerFailure>& failures) {
   auto root = std::find_if(failures.begin(), failures.end(), [](const WorkerFailure& f) { return !f.lost_peer; });
   if (root != failures.end()) std::rotate(failures.begin(), root, root + 1);

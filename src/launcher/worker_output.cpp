@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "spmd/error.hpp"
@@ -83,6 +84,11 @@ std::string default_log_dir(const std::string& run_id) {
   buf.push_back('\0');
   if (mkdtemp(buf.data()) == nullptr) raise_errno("creating a log directory from " + templ);
   return buf.data();
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace spmd::launcher

@@ -28,4 +28,19 @@ StreamRoute worker_route(const Options& o, const RankEntry& e, unsigned stream, 
 // a fresh temporary one (created; its path is printed).
 std::string default_log_dir(const std::string& run_id);
 
+// A directory removed, with everything in it, when this goes out of scope. Created before the
+// guard forks the launcher, it is removed by whichever of the two ends last (the other may be
+// killed).
+class ScratchDir {
+ public:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace spmd::launcher

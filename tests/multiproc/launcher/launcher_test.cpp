@@ -53,6 +53,12 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
     EXPECT_NE(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
     EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
+    // torchrun's per-worker error file, in a directory of the job's that is gone afterwards.
+    std::string error_file = v["TORCHELASTIC_ERROR_FILE"];
+    std::string tail = "/none/attempt_0/" + std::to_string(rank) + "/error.json";
+    ASSERT_GT(error_file.size(), tail.size());
+    EXPECT_EQ(error_file.substr(error_file.size() - tail.size()), tail);
+    EXPECT_FALSE(std::filesystem::exists(error_file.substr(0, error_file.size() - tail.size())));
   }
   EXPECT_NE(r.err.find("Setting OMP_NUM_THREADS environment variable for each process to be 1"),
             std::string::npos);
@@ -335,6 +341,8 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
   EXPECT_TRUE(err0.good());
   std::ifstream err1(dir + "/logs/attempt_0/1/stderr.log");
   EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
+  EXPECT_NE(text.find("TORCHELASTIC_ERROR_FILE=" + dir + "/logs/attempt_0/0/error.json"), std::string::npos)
+      << "with --log-dir, error files go there too: " << text;
   std::filesystem::remove_all(dir);
 }
 

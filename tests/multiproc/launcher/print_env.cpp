@@ -17,7 +17,7 @@ const char* kVars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
                        "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
                        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-                       "TORCHELASTIC_USE_AGENT_STORE", "NODE_RANK", "SPMD_STORE_ADDR",
+                       "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
                        "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "OMP_NUM_THREADS"};
 
 int env_int(const char* name) {
