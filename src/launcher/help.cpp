@@ -74,6 +74,7 @@ spmd extras:
   --dry-run                 print the rank table (node rank, local rank, rank, world size)
                             these flags produce, and the worker command, then exit
   -h, --help                this text
+  --version                 spmdrun's version
 
 Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT

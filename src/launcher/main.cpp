@@ -16,6 +16,7 @@
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
+#include "spmd/version.hpp"
 
 extern char** environ;
 
@@ -91,6 +92,11 @@ int main(int argc, char** argv) {
   if (parsed.help) {
     std::string h = help_text();
     write_all(1, h.data(), h.size());
+    return 0;
+  }
+  if (parsed.version) {
+    std::string v = std::string("spmdrun (spmd) ") + SPMD_VERSION + "\n";
+    write_all(1, v.data(), v.size());
     return 0;
   }
   Options& o = parsed.options;

@@ -63,6 +63,7 @@ struct Options {
 struct ParseResult {
   Options options;
   bool help = false;
+  bool version = false;
 };
 
 // Parses argv (argv[0] is spmdrun itself) with PET_* defaults from `env`. Raises
@@ -72,5 +73,9 @@ ParseResult parse_options(const std::vector<std::string>& args,
 
 // The full --help text.
 std::string help_text();
+
+// The flag spelling closest to a mistyped one ("--nproc-per-nod" → "--nproc-per-node"), or ""
+// when none is close enough to be what was meant.
+std::string closest_flag(const std::string& name);
 
 }  // namespace spmd::launcher

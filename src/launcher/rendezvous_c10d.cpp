@@ -32,7 +32,10 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
     std::vector<std::string> min_keys;
     for (int r = 0; r < o.min_nodes; ++r) min_keys.push_back(key("node" + std::to_string(r)));
     try {
-      wait_keys(min_keys, deadline, what);
+      wait_keys(min_keys, deadline, what, [&] {
+        return std::to_string(o.min_nodes) + " node(s) (--nnodes " + std::to_string(o.min_nodes) + ":" +
+               std::to_string(o.max_nodes) + "): " + arrivals(*store_, min_keys);
+      });
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout) throw;
       std::string msg = what + " timed out after " + std::to_string(static_cast<int>(o.join_timeout_s)) +
@@ -55,7 +58,10 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
     store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
     store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n)));
   }
-  wait_keys({key("closed")}, deadline, what + " (waiting for node 0 to close the round)");
+  wait_keys({key("closed")}, deadline, what, [&] {
+    return "node 0 to close the round (" + std::to_string(store_->add(key("joined"), 0)) + " node(s) joined; it closes at " +
+           std::to_string(o.min_nodes) + " after a last call, or at " + std::to_string(o.max_nodes) + ")";
+  });
   std::string closed = store_->get_string(key("closed"));
   if (closed.rfind("timeout|", 0) == 0) raise(ErrorKind::Timeout, closed.substr(8));
   int nnodes = std::atoi(closed.c_str());

@@ -36,7 +36,9 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
   std::vector<std::string> keys;
   for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
   try {
-    wait_keys(keys, join_deadline(o), "static rendezvous");
+    wait_keys(keys, join_deadline(o),
+              "static rendezvous of job '" + o.rdzv_id + "' at " + store_host_ + ":" + std::to_string(store_port_),
+              [&] { return "every node: " + arrivals(*store_, keys); });
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Timeout) throw;
     raise(ErrorKind::Timeout, "static rendezvous of job '" + o.rdzv_id + "' timed out after " +

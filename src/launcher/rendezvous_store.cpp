@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
 #include "launcher/net.hpp"
 #include "launcher/plain_message.hpp"
+#include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -21,6 +23,8 @@ using std::chrono::milliseconds;
 // is answered within this time even while it waits for other nodes.
 constexpr milliseconds kWaitSlice{250};
 constexpr milliseconds kCallTimeout{30000};
+// How often a wait for other nodes says so on stderr.
+constexpr milliseconds kReportEvery{5000};
 constexpr milliseconds kAckTimeout{10000};
 // How long a node whose workers only lost peers waits for another node to name the failure
 // that caused it before it names its own: other nodes announce theirs as soon as they see it.
@@ -74,7 +78,12 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
   TcpStoreOptions co;
   co.host = store_host_;
   co.port = static_cast<uint16_t>(store_port_);
+  std::string where = store_host_ + ":" + std::to_string(store_port_);
+  wait_reported_what_.clear();
   while (true) {
+    report_wait("connecting to the launcher store at " + where, [] {
+      return std::string("the node that hosts it to start (node 0, or the first node on the --rdzv-endpoint host)");
+    }, deadline);
     // Connect in short slices (the store's host may not be up yet) and look at signals
     // between them.
     co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
@@ -115,9 +124,28 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
   store_ = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
 }
 
+void StoreRendezvous::report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline) {
+  auto now = std::chrono::steady_clock::now();
+  if (what != wait_reported_what_) {  // a new wait: its first line comes one interval in
+    wait_reported_what_ = what;
+    wait_reported_ = now;
+    return;
+  }
+  if (now - wait_reported_ < kReportEvery) return;
+  wait_reported_ = now;
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%g", options_.join_timeout_s);
+  std::string line = "spmdrun: " + what + ": waiting for " + (status ? status() : "the other nodes") +
+                     "; timeout in " + std::to_string((deadline.remaining().count() + 999) / 1000) +
+                     " s (--rdzv-conf join_timeout=" + timeout + ")\n";
+  write_all(2, line.data(), line.size());
+}
+
 void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Deadline& deadline,
-                                const std::string& what) {
+                                const std::string& what, const WaitStatus& status) {
+  wait_reported_what_.clear();
   while (true) {
+    report_wait(what, status, deadline);
     try {
       store_->wait(keys, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
       return;

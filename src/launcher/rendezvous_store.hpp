@@ -15,6 +15,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,9 +47,16 @@ class StoreRendezvous : public Rendezvous {
                   int port);
   // Tries to host the store at bind_host:port; false when the port is taken.
   bool try_host_store(const std::string& bind_host, int port);
+  // What a wait is waiting for, asked for every few seconds and printed ("1 of 2 nodes
+  // arrived (a); missing node ranks 1"), so a stuck rendezvous says who is missing.
+  using WaitStatus = std::function<std::string()>;
   // Blocks until every key exists, the deadline passes (Error(Timeout) with `what`), or a
-  // signal arrives (throws Interrupted).
-  void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what);
+  // signal arrives (throws Interrupted). Every few seconds it says on stderr what it waits for.
+  void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what,
+                 const WaitStatus& status = {});
+  // Prints "spmdrun: <what>: waiting for <status>; N s until the timeout" once the wait has
+  // lasted a reporting interval since the last such line.
+  void report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline);
   void check_signals();
   // Starts watching attempt n's "over" key (call at the end of next()).
   void begin_attempt(int attempt, int node_rank, int nnodes);
@@ -70,6 +79,8 @@ class StoreRendezvous : public Rendezvous {
   std::unique_ptr<TcpStore> connect(const Deadline& deadline);
   void publish_failure(const std::string& what, int exit_code, const CauseNotice& cause);
 
+  std::chrono::steady_clock::time_point wait_reported_{};  // last report_wait line
+  std::string wait_reported_what_;
   Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
   std::thread watcher_;
   std::atomic<bool> watcher_quit_{false};

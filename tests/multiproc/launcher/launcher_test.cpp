@@ -303,12 +303,41 @@ TEST(Launcher, BadFlagsExitTwoWithAClearMessage) {
       {{"--frobnicate", "x"}, "unknown flag --frobnicate"},
       {{"--nproc-per-node", "2"}, "no program given"},
       {{"--tee", "7", "x"}, "--tee 7"},
+      {{"--nproc-per-nod", "4", "x"}, "unknown flag --nproc-per-nod; did you mean --nproc-per-node?"},
+      {{"--nproc_per_nodes=4", "x"}, "unknown flag --nproc_per_nodes; did you mean --nproc_per_node?"},
+      {{"-nnodes", "2", "x"}, "unknown flag -nnodes; did you mean --nnodes?"},
   };
   for (const auto& c : cases) {
     Result r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.message;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
+}
+
+TEST(Launcher, VersionIsPrinted) {
+  Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("spmdrun (spmd) ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find('.'), std::string::npos) << r.out;
+}
+
+TEST(Launcher, ARendezvousThatWaitsSaysWhoIsMissing) {
+  // Node 0 of a static job and the first node of a c10d job, both alone: every few seconds
+  // each says who is there, who is missing and when it gives up.
+  Launch static0({"--nnodes", "2", "--node-rank", "0", "--master-port", std::to_string(free_port()),
+                  "--rdzv-id", "lonely", "--rdzv-conf", "join_timeout=6.5", print_env_path()});
+  Launch c10d0({"--nnodes", "2:3", "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(free_port()),
+                "--rdzv-id", "lonely", "--rdzv-conf", "join_timeout=6.5", print_env_path()});
+  Result rs = static0.finish(), rc = c10d0.finish();
+  EXPECT_NE(rs.err.find("spmdrun: static rendezvous of job 'lonely' at 127.0.0.1:"), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find(": waiting for every node: 1 of 2 nodes arrived ("), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find("); missing node ranks 1; timeout in "), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find(" s (--rdzv-conf join_timeout=6.5)\n"), std::string::npos) << rs.err;
+  EXPECT_NE(rc.err.find("spmdrun: c10d rendezvous 'lonely' at 127.0.0.1:"), std::string::npos) << rc.err;
+  EXPECT_NE(rc.err.find(": waiting for 2 node(s) (--nnodes 2:3): 1 of 2 nodes arrived ("), std::string::npos) << rc.err;
+  EXPECT_NE(rs.err.find("timed out after 6 s"), std::string::npos) << rs.err;
+  EXPECT_EQ(rs.code, 1);
+  EXPECT_EQ(rc.code, 1);
 }
 
 TEST(Launcher, ProgramThatCannotStartExits127) {
