@@ -309,7 +309,7 @@ NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
 AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
-  std::string dir = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.restart_count);
+  std::string dir = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.round);
   make_dirs(dir);
   attempt_log_dir_ = options_.redirects.any() || options_.tee.any() ? dir : "";
   AttemptRun attempt(options_, signals_, plan, dir, on_root_cause);

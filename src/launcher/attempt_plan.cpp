@@ -6,7 +6,7 @@
 namespace spmd::launcher {
 
 std::string AttemptPlan::store_prefix() const {
-  return "spmd/" + run_id + "/" + std::to_string(restart_count);
+  return "spmd/" + run_id + "/" + std::to_string(round);
 }
 
 namespace {

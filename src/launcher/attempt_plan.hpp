@@ -19,8 +19,9 @@ struct AttemptPlan {
   std::string store_addr;   // SPMD_STORE_ADDR / _PORT: the launcher's store ("" = none)
   int store_port = 0;
   std::string run_id;
-  int restart_count = 0;
-  std::string store_prefix() const;  // "spmd/<run_id>/<restart_count>"
+  int restart_count = 0;    // restarts after failures (TORCHELASTIC_RESTART_COUNT)
+  int round = 0;            // every start of the workers: restarts and membership changes
+  std::string store_prefix() const;  // "spmd/<run_id>/<round>"
 };
 
 // The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,

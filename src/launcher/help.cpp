@@ -14,6 +14,9 @@ PATH, with -u); anything else is executed directly.
 
 Nodes and processes:
   --nnodes N|MIN:MAX        nodes in the job (default 1); a range needs --rdzv-backend c10d
+                            and is elastic: a node arriving later is let in at a new round
+                            (the workers restart with the new WORLD_SIZE), a lost node is left
+                            behind at the next restart while MIN remain
   --nproc-per-node N|auto|cpu
                             processes on this node (default 1; auto/cpu = one per CPU core).
                             Nodes may run different counts: ranks are numbered node by node
@@ -39,7 +42,8 @@ Rendezvous:
 
 Workers:
   --max-restarts K          restart the whole job (every node) up to K times after a failure
-                            (TORCHELASTIC_RESTART_COUNT counts them; default 0)
+                            (TORCHELASTIC_RESTART_COUNT counts them; default 0); nodes joining
+                            an elastic job do not count
   --monitor-interval S      longest sleep between checks of the workers (default 5); exits
                             are seen at once (SIGCHLD), so this rarely matters
   --grace-period S          after SIGTERM, how long workers have before SIGKILL (default 5)

@@ -50,34 +50,46 @@ int run_job(Options o) {
   std::string host = host_name();
   try {
     rdzv = make_rendezvous(o, signals);
-    for (int attempt = 0;; ++attempt) {
-      AttemptPlan plan = rdzv->next(attempt);
-      SPMD_LOG(Info) << "spmdrun: attempt " << attempt << ": node " << plan.node_rank << " of "
-                     << plan.table.nnodes() << ", ranks " << plan.table.first_rank(plan.node_rank)
-                     << ".." << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
+    int restarts = 0;
+    while (true) {
+      AttemptPlan plan = rdzv->next(restarts);
+      SPMD_LOG(Info) << "spmdrun: round " << plan.round << " (restart " << restarts << "): node " << plan.node_rank
+                     << " of " << plan.table.nnodes() << ", ranks " << plan.table.first_rank(plan.node_rank) << ".."
+                     << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
                      << " of " << plan.table.world_size();
       AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd(), [&](const AttemptOutcome& local) {
         rdzv->announce_root_cause(local, cause_notice(host, local));
       });
       CauseNotice cause = cause_notice(host, outcome);
       Verdict verdict = rdzv->conclude(outcome, cause);
+      bool interrupted = outcome.kind == AttemptOutcome::Kind::Interrupted;
       if (verdict.ok) {
+        rdzv->acknowledge(false);
         rdzv->finish();
         return 0;
       }
-      bool interrupted = outcome.kind == AttemptOutcome::Kind::Interrupted;
-      if (!interrupted && !verdict.stop_job && attempt < o.max_restarts) {
-        std::string why = verdict.local_root ? summarize_root_cause(host, outcome) : verdict.remote_cause;
-        say("spmdrun: attempt " + std::to_string(attempt) + " failed (" + why + "); restarting (" +
-            std::to_string(attempt + 1) + " of " + std::to_string(o.max_restarts) + " restarts)\n");
+      if (verdict.rejoin && !interrupted) {
+        // A membership change (torchrun: num_nodes_waiting > 0): not a failure, no restart spent.
+        rdzv->acknowledge(true);
+        say("spmdrun: " + verdict.remote_cause + "; stopped this node's workers for a new rendezvous round "
+            "(a membership change: not counted as a restart)\n");
         continue;
       }
+      if (!interrupted && !verdict.stop_job && !verdict.rejoin && restarts < o.max_restarts) {
+        rdzv->acknowledge(true);
+        std::string why = verdict.local_root ? summarize_root_cause(host, outcome) : verdict.remote_cause;
+        ++restarts;
+        say("spmdrun: round " + std::to_string(plan.round) + " failed (" + why + "); restarting (" +
+            std::to_string(restarts) + " of " + std::to_string(o.max_restarts) + " restarts)\n");
+        continue;
+      }
+      rdzv->acknowledge(false);
       bool have_report = !outcome.failures.empty() || interrupted ||
                          outcome.kind == AttemptOutcome::Kind::StartFailed;
       if (o.scratch_log_dir)  // the workers' error files go with it: no path to show
         for (auto& f : outcome.failures)
           if (f.error_file) f.error_file->path.clear();
-      if (have_report) say(format_failure_report(program_name(o), host, outcome, attempt + 1));
+      if (have_report) say(format_failure_report(program_name(o), host, outcome, restarts + 1));
       if (!verdict.local_root) {
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
             " (its spmdrun printed the report); this node's workers were stopped\n");
@@ -87,7 +99,8 @@ int run_job(Options o) {
       if (job_error_file != nullptr && *job_error_file != '\0')
         write_job_error_file(job_error_file, verdict.local_root ? cause : CauseNotice{verdict.remote_cause, verdict.error_json},
                              verdict.exit_code);
-      rdzv->finish();
+      // A node whose spmdrun was killed leaves; the others may go on without it.
+      rdzv->finish(!(interrupted && outcome.signal == guard_lost_signal()));
       if (interrupted) return outcome.exit_code;
       return verdict.local_root && outcome.exit_code != 0 ? outcome.exit_code
                                                           : (verdict.exit_code != 0 ? verdict.exit_code : 1);

@@ -28,6 +28,7 @@ AttemptPlan LocalRendezvous::next(int restart_count) {
   plan.store_port = store_port_;
   plan.run_id = run_id_;
   plan.restart_count = restart_count;
+  plan.round = restart_count;  // one node: every new round is a restart
   return plan;
 }
 

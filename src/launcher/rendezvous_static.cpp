@@ -20,7 +20,7 @@ StaticRendezvous::StaticRendezvous(const Options& o, SignalChannel& signals) : S
 
 AttemptPlan StaticRendezvous::next(int restart_count) {
   const Options& o = options_;
-  attempt_ = restart_count;
+  round_ = restart_count;
   int nnodes = o.max_nodes;
   if (store_->add(key("claim" + std::to_string(o.node_rank)), 1) > 1)
     raise(ErrorKind::InvalidArgument,
@@ -31,6 +31,7 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
   plan.node_rank = o.node_rank;
   plan.run_id = o.rdzv_id;
   plan.restart_count = restart_count;
+  plan.round = restart_count;  // fixed nodes: every new round is a restart
   if (o.node_rank == 0)
     store_->set(key("master"), o.master_addr + "|" + std::to_string(pick_free_port()));
   std::vector<std::string> keys;

@@ -19,10 +19,6 @@ namespace spmd::launcher {
 
 namespace {
 using std::chrono::milliseconds;
-// Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
-// is answered within this time even while it waits for other nodes.
-constexpr milliseconds kWaitSlice{250};
-constexpr milliseconds kCallTimeout{30000};
 // How often a wait for other nodes says so on stderr.
 constexpr milliseconds kReportEvery{5000};
 constexpr milliseconds kAckTimeout{10000};
@@ -30,7 +26,8 @@ constexpr milliseconds kAckTimeout{10000};
 // that caused it before it names its own: other nodes announce theirs as soon as they see it.
 constexpr milliseconds kConsequenceWait{3000};
 
-std::vector<std::string> split(const std::string& s, char sep, size_t max_parts) {
+
+std::vector<std::string> split_fields(const std::string& s, char sep, size_t max_parts) {
   std::vector<std::string> parts;
   size_t pos = 0;
   while (parts.size() + 1 < max_parts) {
@@ -52,13 +49,19 @@ StoreRendezvous::StoreRendezvous(const Options& options, SignalChannel& signals)
 
 StoreRendezvous::~StoreRendezvous() { stop_watcher(); }
 
-std::string StoreRendezvous::key(const std::string& name) const {
-  return scope_ + "/a" + std::to_string(attempt_) + "/" + name;
+std::string StoreRendezvous::key_in(int round, const std::string& name) const {
+  return scope_ + "/a" + std::to_string(round) + "/" + name;
 }
 
 void StoreRendezvous::check_signals() {
   while (auto sig = signals_.read_one())
     if (*sig != SIGCHLD) throw Interrupted{*sig};
+}
+
+void StoreRendezvous::check_job_running() {
+  if (!finishing_ && store_->check({scope_ + "/finished"}))
+    raise(ErrorKind::Store, "job '" + options_.rdzv_id + "' ended before this node could join it; start a new "
+                            "job with a new --rdzv-id");
 }
 
 bool StoreRendezvous::try_host_store(const std::string& bind_host, int port) {
@@ -154,87 +157,24 @@ void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Dead
       if (deadline.expired()) raise(ErrorKind::Timeout, what);
     }
     check_signals();
+    check_job_running();
   }
 }
 
-void StoreRendezvous::begin_attempt(int attempt, int node_rank, int nnodes) {
-  stop_watcher();
-  attempt_ = attempt;
-  node_rank_ = node_rank;
-  nnodes_ = nnodes;
-  uint64_t drained = 0;
-  while (::read(stop_event_.get(), &drained, sizeof drained) > 0) {
-  }
-  watcher_quit_ = false;
-  {
-    std::lock_guard<std::mutex> lock(watcher_error_mu_);
-    watcher_error_.clear();
-    peer_lost_.clear();
-  }
-  // The watcher has its own connection: the main thread's client may be busy in a call.
-  std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
-  std::string over = key("over");
-  std::vector<std::string> beats;
-  for (int r = 0; r < nnodes; ++r) beats.push_back(key("beat" + std::to_string(r)));
-  watcher_ = std::thread([this, client, over, beats] { watch(*client, over, beats); });
-}
-
-// The watcher thread: waits for the attempt's verdict ("over") in slices; between slices it
-// publishes this node's heartbeat and checks everyone else's, so a node whose spmdrun died
-// (kill -9, a crashed machine) stops the job instead of leaving the others waiting.
-void StoreRendezvous::watch(Store& client, const std::string& over, const std::vector<std::string>& beats) {
-  using Clock = std::chrono::steady_clock;
-  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-  auto slice = std::clamp(peer_timeout / 4, milliseconds(50), milliseconds(2000));
-  std::vector<std::string> last(beats.size());
-  std::vector<Clock::time_point> changed(beats.size(), Clock::now());
-  int64_t beat = 0;
-  while (!watcher_quit_) {
+void StoreRendezvous::wait_until(const std::function<bool()>& done, const std::function<std::string()>& wake_key,
+                                 const Deadline& deadline, const std::string& what, const WaitStatus& status) {
+  wait_reported_what_.clear();
+  while (!done()) {
+    report_wait(what, status, deadline);
+    if (deadline.expired()) raise(ErrorKind::Timeout, what);
     try {
-      client.set(beats[static_cast<size_t>(node_rank_)], std::to_string(++beat));
-      client.wait({over}, slice);
-      break;
+      store_->wait({wake_key()}, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Timeout) {
-        std::lock_guard<std::mutex> lock(watcher_error_mu_);
-        watcher_error_ = plain_message(e);
-        break;
-      }
+      if (e.kind() != ErrorKind::Timeout) throw;
     }
-    try {
-      std::string lost;
-      for (size_t r = 0; r < beats.size(); ++r) {
-        if (static_cast<int>(r) == node_rank_) continue;
-        std::string now = client.check({beats[r]}) ? client.get_string(beats[r]) : "";
-        if (now != last[r]) {
-          last[r] = now;
-          changed[r] = Clock::now();
-        } else if (Clock::now() - changed[r] > peer_timeout) {
-          lost = "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
-                 seconds_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
-          break;
-        }
-      }
-      if (!lost.empty()) {
-        std::lock_guard<std::mutex> lock(watcher_error_mu_);
-        peer_lost_ = lost;
-        break;
-      }
-    } catch (const Error& e) {
-      std::lock_guard<std::mutex> lock(watcher_error_mu_);
-      watcher_error_ = plain_message(e);
-      break;
-    }
+    check_signals();
+    check_job_running();
   }
-  uint64_t one = 1;
-  ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
-  (void)ignored;
-}
-
-void StoreRendezvous::stop_watcher() {
-  if (!watcher_.joinable()) return;
-  watcher_quit_ = true;
-  watcher_.join();  // ends within one 5 s wait slice at worst; at once once "over" is set
 }
 
 void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) {
@@ -304,10 +244,9 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
       if (!watcher_error_.empty() && !store_->check({over_key})) raise(ErrorKind::PeerLost, watcher_error_);
     }
     value = to_string(store_->get(over_key));
-    auto parts = split(value, '|', 4);
+    auto parts = split_fields(value, '|', 4);
     if (parts.size() > 1 && parts[1] != std::to_string(node_rank_) && store_->check({key("error" + parts[1])}))
       v.error_json = store_->get_string(key("error" + parts[1]));
-    store_->set(key("ack" + std::to_string(node_rank_)), std::string("1"));
   } catch (const Error& e) {
     v.ok = false;
     v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
@@ -317,26 +256,42 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
     return v;
   }
   if (value == "ok") return v;
-  auto parts = split(value, '|', 4);
+  auto parts = split_fields(value, '|', 4);
   v.ok = false;
   v.stop_job = parts[0] == "stop";
+  v.rejoin = parts[0] == "rejoin";
   v.local_root = parts.size() > 1 && parts[1] == std::to_string(node_rank_);
   v.exit_code = parts.size() > 2 ? std::atoi(parts[2].c_str()) : 1;
   v.remote_cause = parts.size() > 3 ? parts[3] : value;
   return v;
 }
 
-void StoreRendezvous::finish() {
+void StoreRendezvous::acknowledge(bool rejoin) {
+  try {
+    store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << plain_message(e);
+  }
+}
+
+void StoreRendezvous::finish(bool job_over) {
   stop_watcher();
-  if (!server_ || !store_) return;
+  finishing_ = true;
+  if (!store_) return;
+  try {  // nodes still waiting to join learn that there is nothing left to join
+    if (job_over) store_->compare_set(scope_ + "/finished", {}, to_bytes("1"));
+  } catch (const Error&) {
+  }
+  if (!server_) return;
   // Keep the store up until every node has read the verdict (or a short deadline passes).
   std::vector<std::string> acks;
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
   try {
     // A node that died never acknowledges: wait no longer than its heartbeat timeout.
     auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-    wait_keys(acks, Deadline(std::min(kAckTimeout, peer_timeout)),
-              "not every node acknowledged the job's end (one may have died); closing the store anyway");
+    Deadline deadline(std::min(kAckTimeout, peer_timeout));
+    wait_until([&] { return store_->check(acks); }, [&] { return acks.back(); }, deadline,
+               "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
   } catch (const Interrupted&) {

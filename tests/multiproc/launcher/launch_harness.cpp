@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include "../../common/free_port.hpp"
 
 extern char** environ;
@@ -88,10 +89,10 @@ Result run(const std::vector<std::string>& args, const std::map<std::string, std
   return l.finish();
 }
 
-std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
+std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::string& out) {
   // Lines look like "[2]:RANK=2"; a worker's fields run from its PID line to its
-  // OMP_NUM_THREADS line (print_env writes them in one write), keyed by the RANK it printed.
-  std::map<int, std::map<std::string, std::string>> by_rank;
+  // OMP_NUM_THREADS line (print_env writes them in one write).
+  std::vector<std::map<std::string, std::string>> blocks;
   std::istringstream in(out);
   std::string line;
   std::map<std::string, std::map<std::string, std::string>> open;  // prefix → fields so far
@@ -110,8 +111,14 @@ std::map<int, std::map<std::string, std::string>> parse_workers(const std::strin
     if (key == "PID") fields.clear();
     fields[key] = value;
     fields["PREFIX"] = prefix;
-    if (key == "OMP_NUM_THREADS" && fields.count("RANK")) by_rank[std::stoi(fields["RANK"])] = fields;
+    if (key == "OMP_NUM_THREADS" && fields.count("RANK")) blocks.push_back(fields);
   }
+  return blocks;
+}
+
+std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> by_rank;
+  for (auto& fields : parse_worker_blocks(out)) by_rank[std::stoi(fields["RANK"])] = fields;
   return by_rank;
 }
 
@@ -195,6 +202,21 @@ int launcher_of(int guard_pid) {
     if (stat_of(pid, state, ppid, comm) && ppid == guard_pid && comm == "spmdrun") return pid;
   }
   return -1;
+}
+
+bool wait_listening(int port, std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  while (true) {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
+    if (deadline.expired()) return false;
+    // Refused at once while nobody listens: try again a little later.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string unique_marker() {

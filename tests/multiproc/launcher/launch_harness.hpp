@@ -43,7 +43,10 @@ class Launch {
 
 Result run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
-// print_env's output, per global rank: KEY → VALUE (and "PREFIX" → the line prefix seen).
+// print_env's output, one block per worker started, in order: KEY → VALUE (and "PREFIX" →
+// the line prefix seen).
+std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::string& out);
+// The same per global rank (a later block of a rank replaces an earlier one).
 std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out);
 
 // PIDs printed by workers ("PID=<n>") anywhere in the output.
@@ -57,6 +60,9 @@ bool wait_gone(int pid, std::chrono::milliseconds timeout);
 std::vector<int> processes_with_env(const std::string& name, const std::string& value);
 // The launcher process a guard (the spmdrun pid a test started) forked, or -1.
 int launcher_of(int guard_pid);
+// Waits until something accepts TCP connections on 127.0.0.1:port (a launcher hosting its
+// store); false at the timeout.
+bool wait_listening(int port, std::chrono::milliseconds timeout);
 // A unique marker value for processes_with_env.
 std::string unique_marker();
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).

@@ -262,7 +262,7 @@ TEST(Launcher, RestartCountsUpAndAFailingOnceJobSucceeds) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("TORCHELASTIC_RESTART_COUNT=1"), std::string::npos);
   EXPECT_NE(r.out.find("SPMD_STORE_PREFIX=spmd/none/1"), std::string::npos);
-  EXPECT_NE(r.err.find("attempt 0 failed"), std::string::npos);
+  EXPECT_NE(r.err.find("round 0 failed"), std::string::npos) << r.err;
 }
 
 TEST(Launcher, RestartsExhaustedReportsTheLastFailure) {
