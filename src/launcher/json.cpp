@@ -9,6 +9,22 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
+// JSON's two-character escapes: the character and the letter after the backslash.
+constexpr std::pair<char, char> kEscapes[] = {{'"', '"'}, {'\\', '\\'}, {'\b', 'b'}, {'\f', 'f'},
+                                              {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}};
+
+char unescaped(char letter) {
+  for (auto [plain, l] : kEscapes)
+    if (l == letter) return plain;
+  return 0;
+}
+
+char escape_letter(char plain) {
+  for (auto [p, letter] : kEscapes)
+    if (p == plain) return letter;
+  return 0;
+}
+
 class Parser {
  public:
   explicit Parser(const std::string& text) : s_(text) {}
@@ -107,15 +123,12 @@ class Parser {
       }
       if (pos_ >= s_.size()) return false;
       char e = s_[pos_++];
+      if (char plain = unescaped(e)) {
+        out += plain;
+        continue;
+      }
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
         case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
         case 'u': {
           unsigned cp = 0;
           if (!hex4(cp)) return false;
@@ -181,20 +194,15 @@ class Parser {
 void write_string(std::string& out, const std::string& s) {
   out += '"';
   for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
+    if (char letter = escape_letter(c)) {
+      out += '\\';
+      out += letter;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
     }
   }
   out += '"';

@@ -138,16 +138,28 @@ TEST(Launcher, C10dRendezvousTwoNodes) {
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
 }
 
-TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
+// Two static nodes of one process each whose workers sleep; returns once both run.
+struct SleepingTwoNodes {
   std::string port = std::to_string(free_port());
-  auto args = [&](int node) {
-    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
-                                    port, "--grace-period", "1", print_env_path(), "--sleep-ms", "30000"};
-  };
-  Launch node0(args(0));
-  Launch node1(args(1));
-  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-  ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  std::unique_ptr<Launch> node0, node1;
+  explicit SleepingTwoNodes(const std::vector<std::string>& extra) {
+    auto args = [&](int node) {
+      std::vector<std::string> a{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port", port};
+      a.insert(a.end(), extra.begin(), extra.end());
+      for (const std::string& w : {print_env_path(), std::string("--sleep-ms"), std::string("30000")}) a.push_back(w);
+      return a;
+    };
+    node0 = std::make_unique<Launch>(args(0));
+    node1 = std::make_unique<Launch>(args(1));
+    EXPECT_TRUE(node1->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+    EXPECT_TRUE(node0->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  }
+};
+
+TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
+  SleepingTwoNodes job({"--grace-period", "1"});
+  Launch& node0 = *job.node0;
+  Launch& node1 = *job.node1;
   node1.signal(SIGKILL);  // its launcher process still stops the node and tells the others
   Result r0 = node0.finish(), r1 = node1.finish();
   EXPECT_EQ(r0.code, 128 + SIGKILL) << r0.err;
@@ -158,15 +170,9 @@ TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
 }
 
 TEST(Launcher, ANodeWhoseLauncherHangsIsFoundByItsMissingHeartbeat) {
-  std::string port = std::to_string(free_port());
-  auto args = [&](int node) {
-    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
-                                    port, "--rdzv-conf", "peer_timeout=1", print_env_path(), "--sleep-ms", "30000"};
-  };
-  Launch node0(args(0));
-  Launch node1(args(1));
-  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-  ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  SleepingTwoNodes job({"--rdzv-conf", "peer_timeout=1"});
+  Launch& node0 = *job.node0;
+  Launch& node1 = *job.node1;
   int launcher1 = launcher_of(node1.pid());
   ASSERT_GT(launcher1, 0);
   ::kill(launcher1, SIGSTOP);  // a hung node: no goodbye, only the missing heartbeat tells node 0
