@@ -49,7 +49,8 @@ struct Worker {
   RankEntry entry;
   ChildProcess process;
   std::unique_ptr<StreamPump> out, err;
-  bool counted = false;  // its end has been handled
+  std::string error_file;  // its TORCHELASTIC_ERROR_FILE
+  bool counted = false;    // its end has been handled
 };
 
 // One attempt on this node, from the first spawn to the last process gone.
@@ -68,7 +69,7 @@ class AttemptRun {
   void begin_stop(int sig);
   void kill_everything();
   void handle_signal(int sig);
-  void check_leftovers();
+  bool check_leftovers();
   bool owns(pid_t pid) const;
   bool all_workers_ended() const;
 
@@ -106,10 +107,9 @@ void AttemptRun::start_workers() {
     w.entry = e;
     std::string dir = attempt_dir_ + "/" + std::to_string(e.local_rank);
     try {
-      make_dirs(dir);
-      ::unlink((dir + "/error.json").c_str());  // a stale one from an earlier job with this --log-dir
-      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ, dir + "/error.json"),
-                     &signals_.original_mask()};
+      w.error_file = worker_error_file(o_, attempt_dir_, e.local_rank);
+      ::unlink(w.error_file.c_str());  // a stale one (an earlier round, or job with this --log-dir)
+      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ, w.error_file), &signals_.original_mask()};
       w.process = ChildProcess::spawn(spec);
     } catch (const Error& err) {
       outcome_.kind = AttemptOutcome::Kind::StartFailed;
@@ -154,7 +154,7 @@ void AttemptRun::record_failure(Worker& w) {
   f.status = *w.process.status();
   f.time = now_text();
   f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
-  f.error_file = read_error_file(attempt_dir_ + "/" + std::to_string(f.local_rank) + "/error.json");
+  f.error_file = read_error_file(w.error_file);
   f.lost_peer = failed_from_lost_peer(f.stderr_tail, f.error_file ? f.error_file->message : "");
   f.hint = failure_hint(worker_python(o_), f.stderr_tail);
   std::erase(outcome_.stopped_ranks, f.global_rank);
@@ -212,12 +212,12 @@ void AttemptRun::handle_signal(int sig) {
 }
 
 // Once every worker has ended: whatever they started that still runs is stopped (SIGTERM,
-// SIGKILL after the grace period) and named, so a job never leaves processes behind.
-void AttemptRun::check_leftovers() {
-  if (leftovers_checked_) return;
+// SIGKILL after the grace period) and named, so a job never leaves processes behind. True
+// when nothing is left.
+bool AttemptRun::check_leftovers() {
   leftovers_checked_ = true;
   std::vector<ProcessInfo> left = live_descendants(getpid());
-  if (left.empty()) return;
+  if (left.empty()) return true;
   for (const ProcessInfo& p : left) {
     std::string rank;
     for (const Worker& w : workers_)
@@ -225,13 +225,14 @@ void AttemptRun::check_leftovers() {
     if (rank.empty()) rank = environment_value(p.pid, "RANK");
     outcome_.leftovers.push_back(describe_process(p) + (rank.empty() ? "" : " of rank " + rank));
   }
-  if (stopping_) return;  // already signalled; SIGKILL follows at the end of the grace period
+  if (stopping_) return false;  // already signalled; SIGKILL follows at the end of the grace period
   std::string list;
   for (size_t i = 0; i < outcome_.leftovers.size(); ++i) list += (i ? "; " : "") + outcome_.leftovers[i];
   say("spmdrun: the workers on this node ended, but " + std::to_string(left.size()) +
       " process(es) they started still run: " + list + "; stopping them (SIGTERM, then SIGKILL after " +
       seconds_text(o_.grace_period_s) + ")\n");
   begin_stop(SIGTERM);
+  return false;
 }
 
 AttemptOutcome AttemptRun::run(int stop_fd) {
@@ -246,10 +247,11 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
       if (!outcome_.failures.empty()) begin_stop(SIGTERM);
       reap_orphans([this](pid_t pid) { return owns(pid); });
     }
+    // Once the workers have ended, the tree is looked at again only when something ended.
     bool tree_clear = false;
     if (all_workers_ended()) {
-      check_leftovers();
-      if (child_event || killed_ || kill_at_.expired()) tree_clear = live_descendants(getpid()).empty();
+      if (!leftovers_checked_) tree_clear = check_leftovers();
+      else if (child_event || killed_ || kill_at_.expired()) tree_clear = live_descendants(getpid()).empty();
     }
     child_event = false;
     if (tree_clear && !drain_until) drain_until = Deadline(kDrainAfterExit);
@@ -290,8 +292,9 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
     }
   }
 
-  // Whatever is still open (a process outside the job holding a pipe) is flushed and closed.
-  kill_all_descendants([this](pid_t pid) { return owns(pid); }, Deadline(kKillDeadline));
+  // The tree is clear (nothing is left that could start more); orphans' ends are collected.
+  // Whatever pipe is still open (a process outside the job holding it) is flushed and closed.
+  reap_orphans([this](pid_t pid) { return owns(pid); });
   for (auto& w : workers_) {
     w.out->finish();
     w.err->finish();
@@ -309,7 +312,10 @@ NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
 AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
-  std::string dir = options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.round);
+  // In spmdrun's own temporary directory (only error files) there is no layout to keep.
+  std::string dir = options_.scratch_log_dir
+                        ? options_.log_dir
+                        : options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.round);
   make_dirs(dir);
   attempt_log_dir_ = options_.redirects.any() || options_.tee.any() ? dir : "";
   AttemptRun attempt(options_, signals_, plan, dir, on_root_cause);

@@ -92,20 +92,53 @@ void wait_exited(const std::vector<pid_t>& pids, const Deadline& deadline) {
   }
 }
 
-}  // namespace
-
-void become_subreaper() {
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) raise_errno("prctl(PR_SET_CHILD_SUBREAPER)");
+// The children of `pid`, from /proc/<pid>/task/<tid>/children (every thread: an orphan is
+// re-parented to one of the subreaper's threads). `supported` turns false when the kernel
+// lacks these files (CONFIG_PROC_CHILDREN).
+std::vector<pid_t> children_of(pid_t pid, bool& supported) {
+  std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::vector<pid_t> out;
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) return out;  // it is gone
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::string task = tasks + "/" + e->d_name;
+    std::ifstream in(task + "/children");
+    if (!in) {
+      if (access(task.c_str(), F_OK) == 0) supported = false;  // not a thread that just ended
+      continue;
+    }
+    for (pid_t child; in >> child;) out.push_back(child);
+  }
+  closedir(dir);
+  return out;
 }
 
-std::vector<ProcessInfo> live_descendants(pid_t root) {
+// Breadth first from `root`, parents before their children; zombies are left out (they have
+// no children: those were re-parented when they exited).
+std::vector<ProcessInfo> walk_children_files(pid_t root, bool& supported) {
+  std::vector<ProcessInfo> out;
+  std::vector<pid_t> parents{root};
+  for (size_t i = 0; i < parents.size(); ++i) {
+    std::vector<pid_t> children = children_of(parents[i], supported);
+    if (!supported) return {};
+    for (pid_t child : children) {
+      StatLine s;
+      if (!read_stat(child, s) || s.state == 'Z' || s.state == 'X') continue;
+      out.push_back({s.pid, s.ppid, s.pgid, command_line(s)});
+      parents.push_back(s.pid);
+    }
+  }
+  return out;
+}
+
+// The same from a scan of every process's parent pid (when the children files are missing).
+std::vector<ProcessInfo> scan_all(pid_t root) {
   std::multimap<pid_t, const StatLine*> children;
   std::vector<StatLine> all = all_processes();
   for (const StatLine& s : all) children.emplace(s.ppid, &s);
   std::vector<ProcessInfo> out;
   std::vector<pid_t> parents{root};
-  // Breadth first: parents come before their children. A zombie has no children (they were
-  // re-parented when it exited), so skipping zombies loses nothing.
   for (size_t i = 0; i < parents.size(); ++i) {
     auto [first, last] = children.equal_range(parents[i]);
     for (auto it = first; it != last; ++it) {
@@ -118,6 +151,22 @@ std::vector<ProcessInfo> live_descendants(pid_t root) {
   return out;
 }
 
+}  // namespace
+
+void become_subreaper() {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) raise_errno("prctl(PR_SET_CHILD_SUBREAPER)");
+}
+
+std::vector<ProcessInfo> live_descendants(pid_t root) {
+  // The children files cost what the job's tree costs; a scan of /proc, what the machine runs.
+  static bool children_files = true;
+  if (children_files) {
+    std::vector<ProcessInfo> out = walk_children_files(root, children_files);
+    if (children_files) return out;
+  }
+  return scan_all(root);
+}
+
 size_t signal_descendants(pid_t root, int sig) {
   size_t reached = 0;
   for (const ProcessInfo& p : live_descendants(root))
@@ -126,11 +175,14 @@ size_t signal_descendants(pid_t root, int sig) {
 }
 
 void reap_orphans(const std::function<bool(pid_t)>& is_owned) {
-  pid_t self = getpid();
-  for (const StatLine& s : all_processes()) {
-    if (s.ppid != self || s.state != 'Z' || is_owned(s.pid)) continue;
+  while (true) {
+    // Peek at an ended child without reaping it; an owned one is left to its owner (who reaps
+    // first), and the orphans behind it to the next call.
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (is_owned(info.si_pid)) return;
     int status = 0;
-    retry_eintr([&] { return waitpid(s.pid, &status, WNOHANG); });
+    retry_eintr([&] { return waitpid(info.si_pid, &status, WNOHANG); });
   }
 }
 

@@ -30,8 +30,9 @@ std::vector<ProcessInfo> live_descendants(pid_t root);
 // Sends `sig` to every live descendant of `root`; returns how many it reached.
 size_t signal_descendants(pid_t root, int sig);
 
-// Reaps this process's zombie children for which `is_owned(pid)` is false: orphans that were
-// re-parented to this subreaper (owned children, e.g. workers, are reaped by their owners).
+// Reaps this process's ended children for which `is_owned(pid)` is false: orphans that were
+// re-parented to this subreaper (owned children, e.g. workers, are reaped by their owners,
+// which must have reaped theirs first: an owned child that has ended stops the reaping).
 void reap_orphans(const std::function<bool(pid_t)>& is_owned);
 
 // SIGKILLs every descendant of this process, again and again until none is alive (a process

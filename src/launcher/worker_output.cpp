@@ -77,6 +77,13 @@ StreamRoute worker_route(const Options& o, const RankEntry& e, unsigned stream, 
   return r;
 }
 
+std::string worker_error_file(const Options& o, const std::string& attempt_dir, int local_rank) {
+  if (o.scratch_log_dir) return attempt_dir + "/error_" + std::to_string(local_rank) + ".json";
+  std::string dir = attempt_dir + "/" + std::to_string(local_rank);
+  make_dirs(dir);
+  return dir + "/error.json";
+}
+
 std::string default_log_dir(const std::string& run_id) {
   const char* tmp = std::getenv("TMPDIR");
   std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/spmdrun_" + run_id + "_XXXXXX";

@@ -24,6 +24,11 @@ std::string line_prefix(const Options& o, const RankEntry& e);
 StreamRoute worker_route(const Options& o, const RankEntry& e, unsigned stream, bool prefix_lines,
                          const std::string& rank_dir);
 
+// The TORCHELASTIC_ERROR_FILE of one worker (its directory created): torchrun's
+// <attempt dir>/<local rank>/error.json, or, in spmdrun's own temporary directory (no logs
+// asked for), a flat <dir>/error_<local rank>.json: fewer directories to make and remove.
+std::string worker_error_file(const Options& o, const std::string& attempt_dir, int local_rank);
+
 // The log directory torchrun would use when --redirects/--tee are given without --log-dir:
 // a fresh temporary one (created; its path is printed).
 std::string default_log_dir(const std::string& run_id);

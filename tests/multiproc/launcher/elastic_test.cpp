@@ -122,10 +122,15 @@ void scale_down(const std::string& id, const std::function<void(Launch& c)>& los
   std::string endpoint = "127.0.0.1:" + std::to_string(port);
   // Round 0 must hold all three (its last call is long enough for any of them to be late),
   // and a hosts the store: the store's host is the one node a c10d job cannot lose.
-  auto args = elastic_node(endpoint, id, 3, 4, {"--max-restarts", "1"});
-  Launch a(args);
+  // Each node's logs and error files in a directory of the test's (nodes on one host need
+  // their own --log-dir): a node that dies leaves its files behind.
+  TempDir logs;
+  auto args = [&](const std::string& node) {
+    return elastic_node(endpoint, id, 3, 4, {"--max-restarts", "1", "--log-dir", logs.path + "/" + node});
+  };
+  Launch a(args("a"));
   ASSERT_TRUE(wait_listening(port, 30s));
-  Launch b(args), c(args);
+  Launch b(args("b")), c(args("c"));
   for (Launch* l : {&a, &b, &c}) ASSERT_TRUE(l->wait_for_output("WORLD_SIZE=3", 1, 30s)) << l->output_so_far();
   std::vector<int> c_workers = worker_pids(c.output_so_far());
   lose(c);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include "../../common/free_port.hpp"
 
@@ -217,6 +218,17 @@ bool wait_listening(int port, std::chrono::milliseconds timeout) {
     // Refused at once while nobody listens: try again a little later.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+TempDir::TempDir() {
+  char name[] = "/tmp/spmdrun_test_XXXXXX";
+  if (mkdtemp(name) == nullptr) throw std::runtime_error("mkdtemp /tmp/spmdrun_test_XXXXXX failed");
+  path = name;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
 }
 
 std::string unique_marker() {

@@ -63,6 +63,15 @@ int launcher_of(int guard_pid);
 // Waits until something accepts TCP connections on 127.0.0.1:port (a launcher hosting its
 // store); false at the timeout.
 bool wait_listening(int port, std::chrono::milliseconds timeout);
+// A fresh directory under /tmp, removed with its contents at the end of the scope.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
 // A unique marker value for processes_with_env.
 std::string unique_marker();
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).

@@ -53,9 +53,9 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
     EXPECT_NE(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
     EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
-    // torchrun's per-worker error file, in a directory of the job's that is gone afterwards.
+    // A per-worker error file, in a temporary directory of the job's that is gone afterwards.
     std::string error_file = v["TORCHELASTIC_ERROR_FILE"];
-    std::string tail = "/none/attempt_0/" + std::to_string(rank) + "/error.json";
+    std::string tail = "/error_" + std::to_string(rank) + ".json";
     ASSERT_GT(error_file.size(), tail.size());
     EXPECT_EQ(error_file.substr(error_file.size() - tail.size()), tail);
     EXPECT_FALSE(std::filesystem::exists(error_file.substr(0, error_file.size() - tail.size())));
@@ -362,8 +362,8 @@ TEST(Launcher, PetVariablesAreFlagDefaults) {
 }
 
 TEST(Launcher, TeeRedirectsAndRankFilter) {
-  char dir_template[] = "/tmp/spmdrun_test_XXXXXX";
-  std::string dir = mkdtemp(dir_template);
+  TempDir logs;
+  const std::string& dir = logs.path;
   Result r = run({"--nproc-per-node", "2", "--log-dir", dir, "--rdzv-id", "logs", "--redirects", "1",
                   "--tee", "0:2", "--local-ranks-filter", "0", print_env_path(), "--stderr", "to stderr"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -378,7 +378,6 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
   EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
   EXPECT_NE(text.find("TORCHELASTIC_ERROR_FILE=" + dir + "/logs/attempt_0/0/error.json"), std::string::npos)
       << "with --log-dir, error files go there too: " << text;
-  std::filesystem::remove_all(dir);
 }
 
 std::string write_hostfile(const std::string& text) {

@@ -28,15 +28,6 @@ bool python_has_torch() {
   return std::system(cmd.c_str()) == 0;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/spmdrun_errfile_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 JsonValue read_json(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
