@@ -11,8 +11,10 @@
 
 #include <spmd/spmd.hpp>
 
+#include "../common/start.hpp"
+
 int main() {
-  spmd::ProcessGroup& world = spmd::init();
+  spmd::ProcessGroup& world = examples::init_or_exit("all_reduce_gradients");
   const int rank = world.rank(), size = world.size();
 
   // A stand-in for the gradient this rank's mini-batch produced: rank r holds (r + 1) * (i + 1).

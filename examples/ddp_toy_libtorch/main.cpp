@@ -8,13 +8,15 @@
 #include "spmd/spmd.hpp"
 #include "spmd/torch.hpp"
 
+#include "../common/start.hpp"
+
 int main(int argc, char** argv) {
   int steps = 20;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--steps") steps = std::atoi(argv[++i]);
   try {
     torch::set_num_threads(1);
-    spmd::ProcessGroup& world = spmd::init();
+    spmd::ProcessGroup& world = examples::init_or_exit("ddp_toy_libtorch");
     torch::manual_seed(world.rank());  // replicas start different; DDP broadcasts rank 0's
     auto model = torch::nn::Sequential(torch::nn::Linear(10, 10), torch::nn::ReLU(), torch::nn::Linear(10, 5));
     spmd::torch::DistributedDataParallel ddp(model.ptr(), world);

@@ -18,8 +18,10 @@
 
 #include <spmd/spmd.hpp>
 
+#include "../common/start.hpp"
+
 int main() {
-  spmd::ProcessGroup& world = spmd::init();            // rendezvous with every other rank
+  spmd::ProcessGroup& world = examples::init_or_exit("hello_ranks");  // rendezvous with every other rank
   spmd::Topology me = spmd::Topology::from_env();      // local rank, node rank, ... as launched
 
   char host[256] = "?";

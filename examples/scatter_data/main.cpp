@@ -14,6 +14,8 @@
 
 #include <spmd/spmd.hpp>
 
+#include "../common/start.hpp"
+
 namespace {
 
 // gather_object moves bytes; these two turn a vector of ints into bytes and back.
@@ -37,7 +39,7 @@ std::string join(const std::vector<int32_t>& v) {
 }  // namespace
 
 int main() {
-  spmd::ProcessGroup& world = spmd::init();
+  spmd::ProcessGroup& world = examples::init_or_exit("scatter_data");
   const int rank = world.rank(), size = world.size();
 
   std::vector<int32_t> dataset(10);

@@ -12,8 +12,10 @@
 
 #include <spmd/spmd.hpp>
 
+#include "../common/start.hpp"
+
 int main() {
-  spmd::ProcessGroup& world = spmd::init();
+  spmd::ProcessGroup& world = examples::init_or_exit("subgroups");
   const int rank = world.rank(), size = world.size();
 
   std::vector<int> even, odd;

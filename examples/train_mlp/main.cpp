@@ -17,6 +17,8 @@
 #include "spmd/sampler.hpp"
 #include "spmd/spmd.hpp"
 
+#include "../common/start.hpp"
+
 namespace {
 
 struct Options {
@@ -94,7 +96,7 @@ struct Totals {
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  spmd::ProcessGroup& world = spmd::init();
+  spmd::ProcessGroup& world = examples::init_or_exit("train_mlp");
   const int rank = world.rank(), size = world.size();
 
   const mlp::Dataset train = mlp::make_clusters(o.samples, kFeatures, kClasses, o.noise, o.seed, o.seed + 100);

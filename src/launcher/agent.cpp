@@ -1,20 +1,21 @@
 #include "launcher/agent.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "common/deadline.hpp"
 #include "common/log.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/plain_message.hpp"
+#include "launcher/process_tree.hpp"
+#include "launcher/root_cause.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
 
 extern char** environ;
@@ -23,13 +24,13 @@ namespace spmd::launcher {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How long output may keep flowing after every worker has exited (a grandchild that inherited
-// the pipe can hold it open); enough to drain what is buffered, short enough not to hang.
+// How long output may keep flowing after every process of the job has ended (a process
+// outside the job that inherited a pipe can hold it open); enough to drain what is buffered.
 constexpr milliseconds kDrainAfterExit{2000};
-constexpr size_t kTailLines = 20;
+// The SIGKILL rounds of a teardown: processes die within milliseconds of SIGKILL.
+constexpr milliseconds kKillDeadline{10000};
 
 milliseconds seconds_to_ms(double s) { return milliseconds(static_cast<long long>(s * 1000.0)); }
 
@@ -42,240 +43,283 @@ std::string now_text() {
   return buf;
 }
 
-void make_dirs(const std::string& path) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty()) continue;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      raise_errno("creating log directory " + partial);
-  }
-}
-
-Fd open_log(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644));
-  if (!fd) raise_errno("opening log file " + path);
-  return fd;
-}
-
-// The console prefix of one worker: "[<global rank>]:" (unambiguous across nodes, unlike
-// torchrun 1.13's "[<role><local rank>]:") unless
-// TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (torch's $role_name, $rank, $local_rank) says otherwise.
-std::string line_prefix(const Options& o, const RankEntry& e) {
-  const char* tmpl = std::getenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
-  if (tmpl == nullptr || *tmpl == '\0') return "[" + std::to_string(e.global_rank) + "]:";
-  std::string out, t(tmpl);
-  const std::pair<const char*, std::string> vars[] = {
-      {"${role_name}", o.role}, {"$role_name", o.role},
-      {"${local_rank}", std::to_string(e.local_rank)}, {"$local_rank", std::to_string(e.local_rank)},
-      {"${rank}", std::to_string(e.global_rank)}, {"$rank", std::to_string(e.global_rank)}};
-  for (size_t i = 0; i < t.size();) {
-    bool replaced = false;
-    for (const auto& [name, value] : vars) {
-      size_t len = std::strlen(name);
-      if (t.compare(i, len, name) == 0) {
-        out += value;
-        i += len;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out += t[i++];
-  }
-  return out;
-}
+void say(const std::string& text) { write_all(2, text.data(), text.size()); }
 
 struct Worker {
   RankEntry entry;
   ChildProcess process;
   std::unique_ptr<StreamPump> out, err;
-  bool counted = false;  // its end has been handled
+  std::string error_file;  // its TORCHELASTIC_ERROR_FILE
+  bool counted = false;    // its end has been handled
 };
 
-}  // namespace
+// One attempt on this node, from the first spawn to the last process gone.
+class AttemptRun {
+ public:
+  AttemptRun(const Options& o, SignalChannel& signals, const AttemptPlan& plan, std::string attempt_dir,
+             const NodeAgent::RootCauseListener& on_root_cause)
+      : o_(o), signals_(signals), plan_(plan), attempt_dir_(std::move(attempt_dir)), on_root_cause_(on_root_cause) {}
 
-std::string default_log_dir(const std::string& run_id) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/spmdrun_" + run_id + "_XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) raise_errno("creating a log directory from " + templ);
-  return buf.data();
+  AttemptOutcome run(int stop_fd);
+
+ private:
+  void start_workers();
+  void collect_exits();
+  void record_failure(Worker& w);
+  void begin_stop(int sig);
+  void kill_everything();
+  void handle_signal(int sig);
+  bool check_leftovers();
+  bool owns(pid_t pid) const;
+  bool all_workers_ended() const;
+
+  const Options& o_;
+  SignalChannel& signals_;
+  const AttemptPlan& plan_;
+  std::string attempt_dir_;  // <log dir>/<run id>/attempt_<n>: logs and error files per rank
+  const NodeAgent::RootCauseListener& on_root_cause_;
+  std::vector<Worker> workers_;
+  AttemptOutcome outcome_;
+  bool stopping_ = false, killed_ = false, leftovers_checked_ = false, announced_ = false;
+  int stop_signal_ = 0;  // what begin_stop sent
+  Deadline kill_at_ = Deadline::never();
+};
+
+bool AttemptRun::owns(pid_t pid) const {
+  for (const Worker& w : workers_)
+    if (w.process.pid() == pid && w.process.running()) return true;
+  return false;
 }
 
-NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
-    : options_(options), signals_(signals) {}
+bool AttemptRun::all_workers_ended() const {
+  for (const Worker& w : workers_)
+    if (w.process.running()) return false;
+  return true;
+}
 
-AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
-  const Options& o = options_;
-  AttemptOutcome outcome;
-  std::vector<RankEntry> entries = plan.table.node(plan.node_rank);
-  bool prefix_lines = plan.table.world_size() > 1;
-  bool any_files = o.redirects.any() || o.tee.any();
-  attempt_log_dir_.clear();
-  if (any_files) {
-    attempt_log_dir_ = o.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.restart_count);
-    make_dirs(attempt_log_dir_);
-  }
-
-  std::vector<std::string> argv = worker_command(o);
-  std::vector<Worker> workers;
-  workers.reserve(entries.size());
-  std::string start_error;
+void AttemptRun::start_workers() {
+  std::vector<RankEntry> entries = plan_.table.node(plan_.node_rank);
+  bool prefix_lines = plan_.table.world_size() > 1;
+  std::vector<std::string> argv = worker_command(o_);
+  workers_.reserve(entries.size());
   for (const RankEntry& e : entries) {
     Worker w;
     w.entry = e;
+    std::string dir = attempt_dir_ + "/" + std::to_string(e.local_rank);
     try {
-      SpawnSpec spec{argv, worker_environment(o, plan, e, environ), &signals_.original_mask()};
+      w.error_file = worker_error_file(o_, attempt_dir_, e.local_rank);
+      ::unlink(w.error_file.c_str());  // a stale one (an earlier round, or job with this --log-dir)
+      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ, w.error_file), &signals_.original_mask()};
       w.process = ChildProcess::spawn(spec);
     } catch (const Error& err) {
-      start_error = plain_message(err);
-      break;
+      outcome_.kind = AttemptOutcome::Kind::StartFailed;
+      outcome_.exit_code = 127;
+      outcome_.message = plain_message(err);
+      begin_stop(SIGTERM);
+      return;
     }
-    unsigned redirect = o.redirects.for_local_rank(e.local_rank);
-    unsigned tee = o.tee.for_local_rank(e.local_rank);
-    bool shown = o.local_ranks_filter.empty() || o.local_ranks_filter.count(e.local_rank) != 0;
-    std::string dir = attempt_log_dir_ + "/" + std::to_string(e.local_rank);
-    if ((redirect | tee) != 0) make_dirs(dir);
-    auto route = [&](unsigned stream, int console_fd, const char* file) {
-      StreamRoute r;
-      bool to_file = ((redirect | tee) & stream) != 0;
-      bool to_console = (!(redirect & stream) || (tee & stream)) && shown;
-      r.console_fd = to_console ? console_fd : -1;
-      if (to_file) r.file = open_log(dir + "/" + file);
-      r.prefix = prefix_lines ? line_prefix(o, e) : "";
-      r.tail_lines = stream == kStdErr ? kTailLines : 0;
-      return r;
-    };
-    w.out = std::make_unique<StreamPump>(std::move(w.process.stdout_pipe()), route(kStdOut, 1, "stdout.log"));
-    w.err = std::make_unique<StreamPump>(std::move(w.process.stderr_pipe()), route(kStdErr, 2, "stderr.log"));
-    workers.push_back(std::move(w));
+    w.out = std::make_unique<StreamPump>(std::move(w.process.stdout_pipe()),
+                                         worker_route(o_, e, kStdOut, prefix_lines, dir));
+    w.err = std::make_unique<StreamPump>(std::move(w.process.stderr_pipe()),
+                                         worker_route(o_, e, kStdErr, prefix_lines, dir));
+    workers_.push_back(std::move(w));
   }
+}
 
-  bool stopping = false, killed = false;
-  Deadline kill_at = Deadline::never();
-  std::optional<Deadline> drain_until;
-  auto begin_stop = [&](int sig) {
-    if (stopping) return;
-    stopping = true;
-    for (auto& w : workers)
-      if (w.process.running()) {
-        w.process.signal_group(sig);
-        outcome.stopped_ranks.push_back(w.entry.global_rank);
-      }
-    kill_at = Deadline(seconds_to_ms(o.grace_period_s));
-  };
-  auto kill_all = [&] {
-    killed = true;
-    for (auto& w : workers)
-      if (w.process.running()) w.process.signal_group(SIGKILL);
-  };
-  if (!start_error.empty()) {
-    outcome.kind = AttemptOutcome::Kind::StartFailed;
-    outcome.exit_code = 127;
-    outcome.message = start_error;
+// Reaps the workers that have ended. A worker that failed on its own is a failure; during a
+// teardown only an end by a signal spmdrun did not send counts (a rank SIGKILLed from outside
+// while spmdrun was stopping the others, after one of them had lost it and been seen first).
+void AttemptRun::collect_exits() {
+  for (auto& w : workers_) {
+    if (w.counted || !w.process.try_reap()) continue;
+    w.counted = true;
+    const ExitStatus& s = *w.process.status();
+    SPMD_LOG(Info) << "spmdrun: rank " << w.entry.global_rank << " (pid " << w.process.pid()
+                   << ") ended: " << s.describe();
+    if (s.ok()) continue;
+    bool own_end = !stopping_ || (!killed_ && s.signal != 0 && s.signal != stop_signal_);
+    if (own_end) record_failure(w);
+  }
+}
+
+void AttemptRun::record_failure(Worker& w) {
+  // Its last words are in the pipe now that it has exited: read them before judging.
+  w.out->drain();
+  w.err->drain();
+  WorkerFailure f;
+  f.global_rank = w.entry.global_rank;
+  f.local_rank = w.entry.local_rank;
+  f.node_rank = plan_.node_rank;
+  f.pid = w.process.pid();
+  f.status = *w.process.status();
+  f.time = now_text();
+  f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
+  f.error_file = read_error_file(w.error_file);
+  f.lost_peer = failed_from_lost_peer(f.stderr_tail, f.error_file ? f.error_file->message : "");
+  f.hint = failure_hint(worker_python(o_), f.stderr_tail);
+  std::erase(outcome_.stopped_ranks, f.global_rank);
+  outcome_.failures.push_back(std::move(f));
+  put_root_cause_first(outcome_.failures);
+  if (outcome_.kind == AttemptOutcome::Kind::Succeeded || outcome_.kind == AttemptOutcome::Kind::WorkerFailed) {
+    outcome_.kind = AttemptOutcome::Kind::WorkerFailed;
+    outcome_.exit_code = outcome_.failures.front().status.code;
+  }
+  if (!announced_ && !outcome_.failures.front().lost_peer && on_root_cause_) {
+    announced_ = true;
+    on_root_cause_(outcome_);
+  }
+}
+
+// SIGTERM (or the forwarded signal) to every process below spmdrun: the workers, what they
+// started, and what they left behind (re-parented to spmdrun, a subreaper). SIGKILL follows
+// after the grace period.
+void AttemptRun::begin_stop(int sig) {
+  if (stopping_) return;
+  collect_exits();  // a worker that had already ended was not stopped by us
+  stopping_ = true;
+  stop_signal_ = sig;
+  for (auto& w : workers_)
+    if (w.process.running()) outcome_.stopped_ranks.push_back(w.entry.global_rank);
+  signal_descendants(getpid(), sig);
+  kill_at_ = Deadline(seconds_to_ms(o_.grace_period_s));
+}
+
+void AttemptRun::kill_everything() {
+  killed_ = true;
+  if (!kill_all_descendants([this](pid_t pid) { return owns(pid); }, Deadline(kKillDeadline))) {
+    SPMD_LOG(Warn) << "spmdrun: some processes of the job survived SIGKILL for "
+                   << kKillDeadline.count() / 1000 << " s";
+  }
+}
+
+void AttemptRun::handle_signal(int sig) {
+  if (stopping_) {
+    if (!killed_) kill_everything();  // a second signal: no more waiting
+    return;
+  }
+  outcome_.kind = AttemptOutcome::Kind::Interrupted;
+  outcome_.signal = sig;
+  if (sig == guard_lost_signal()) {
+    // spmdrun's guard (the process the user started) was killed: stop as for SIGTERM.
+    SPMD_LOG(Warn) << "spmdrun: its guard process (pid " << guard_pid() << ") died, stopping the workers";
+    outcome_.exit_code = 128 + SIGKILL;
     begin_stop(SIGTERM);
+    return;
   }
+  SPMD_LOG(Warn) << "spmdrun: got " << signal_name(sig) << ", stopping the workers";
+  outcome_.exit_code = 128 + sig;
+  begin_stop(sig);  // forward the signal itself: workers may save state on SIGINT
+}
 
-  auto reap = [&] {
-    for (auto& w : workers) {
-      if (w.counted || !w.process.try_reap()) continue;
-      w.counted = true;
-      const ExitStatus& s = *w.process.status();
-      SPMD_LOG(Info) << "spmdrun: rank " << w.entry.global_rank << " (pid " << w.process.pid()
-                     << ") ended: " << s.describe();
-      if (s.ok() || stopping) continue;
-      // A worker failed on its own: the first one is the root cause; stop the others.
-      WorkerFailure f;
-      f.global_rank = w.entry.global_rank;
-      f.local_rank = w.entry.local_rank;
-      f.node_rank = plan.node_rank;
-      f.pid = w.process.pid();
-      f.status = s;
-      f.time = now_text();
-      outcome.failures.push_back(std::move(f));
-      if (outcome.kind == AttemptOutcome::Kind::Succeeded) {
-        outcome.kind = AttemptOutcome::Kind::WorkerFailed;
-        outcome.exit_code = s.code;
-      }
-    }
-    if (!outcome.failures.empty()) begin_stop(SIGTERM);
-  };
+// Once every worker has ended: whatever they started that still runs is stopped (SIGTERM,
+// SIGKILL after the grace period) and named, so a job never leaves processes behind. True
+// when nothing is left.
+bool AttemptRun::check_leftovers() {
+  leftovers_checked_ = true;
+  std::vector<ProcessInfo> left = live_descendants(getpid());
+  if (left.empty()) return true;
+  for (const ProcessInfo& p : left) {
+    std::string rank;
+    for (const Worker& w : workers_)
+      if (p.pgid == w.process.pid()) rank = std::to_string(w.entry.global_rank);
+    if (rank.empty()) rank = environment_value(p.pid, "RANK");
+    outcome_.leftovers.push_back(describe_process(p) + (rank.empty() ? "" : " of rank " + rank));
+  }
+  if (stopping_) return false;  // already signalled; SIGKILL follows at the end of the grace period
+  std::string list;
+  for (size_t i = 0; i < outcome_.leftovers.size(); ++i) list += (i ? "; " : "") + outcome_.leftovers[i];
+  say("spmdrun: the workers on this node ended, but " + std::to_string(left.size()) +
+      " process(es) they started still run: " + list + "; stopping them (SIGTERM, then SIGKILL after " +
+      seconds_text(o_.grace_period_s) + ")\n");
+  begin_stop(SIGTERM);
+  return false;
+}
 
+AttemptOutcome AttemptRun::run(int stop_fd) {
+  start_workers();
+  std::optional<Deadline> drain_until;
   std::vector<pollfd> fds;
   std::vector<StreamPump*> pumps;
   bool child_event = true;  // reap on the first round, then only after a SIGCHLD
   while (true) {
-    if (child_event) reap();
+    if (child_event) {
+      collect_exits();
+      if (!outcome_.failures.empty()) begin_stop(SIGTERM);
+      reap_orphans([this](pid_t pid) { return owns(pid); });
+    }
+    // Once the workers have ended, the tree is looked at again only when something ended.
+    bool tree_clear = false;
+    if (all_workers_ended()) {
+      if (!leftovers_checked_) tree_clear = check_leftovers();
+      else if (child_event || killed_ || kill_at_.expired()) tree_clear = live_descendants(getpid()).empty();
+    }
     child_event = false;
-    bool all_ended = true;
-    for (auto& w : workers) all_ended = all_ended && !w.process.running();
-    if (all_ended && !drain_until) drain_until = Deadline(kDrainAfterExit);
+    if (tree_clear && !drain_until) drain_until = Deadline(kDrainAfterExit);
     fds.clear();
     pumps.clear();
     fds.push_back({signals_.fd(), POLLIN, 0});
-    if (stop_fd >= 0 && !stopping) fds.push_back({stop_fd, POLLIN, 0});
+    if (stop_fd >= 0 && !stopping_) fds.push_back({stop_fd, POLLIN, 0});
     size_t first_pump = fds.size();
-    for (auto& w : workers)
+    for (auto& w : workers_)
       for (StreamPump* p : {w.out.get(), w.err.get()})
         if (p->open()) {
           fds.push_back({p->fd(), POLLIN, 0});
           pumps.push_back(p);
         }
-    if (all_ended && (pumps.empty() || drain_until->expired())) break;
+    if (drain_until && (pumps.empty() || drain_until->expired())) break;
 
-    Deadline wake(seconds_to_ms(std::max(o.monitor_interval_s, 0.001)));
-    if (stopping && !killed && kill_at.time_point() < wake.time_point()) wake = kill_at;
+    Deadline wake(seconds_to_ms(std::max(o_.monitor_interval_s, 0.001)));
+    if (stopping_ && !killed_ && kill_at_.time_point() < wake.time_point()) wake = kill_at_;
     if (drain_until && drain_until->time_point() < wake.time_point()) wake = *drain_until;
     int n = ::poll(fds.data(), fds.size(), wake.poll_ms());
     if (n < 0 && errno != EINTR) raise_errno("poll (watching workers)");
 
     if (fds[0].revents & POLLIN) {
       while (auto sig = signals_.read_one()) {
-        if (*sig == SIGCHLD) {
-          child_event = true;  // reaped at the top of the loop
-          continue;
-        }
-        if (!stopping) {
-          SPMD_LOG(Warn) << "spmdrun: got " << signal_name(*sig) << ", stopping the workers";
-          outcome.kind = AttemptOutcome::Kind::Interrupted;
-          outcome.signal = *sig;
-          outcome.exit_code = 128 + *sig;
-          begin_stop(*sig);  // forward the signal itself: workers may save state on SIGINT
-        } else if (!killed) {
-          kill_all();  // a second signal: no more waiting
-        }
+        if (*sig == SIGCHLD) child_event = true;  // reaped at the top of the loop
+        else handle_signal(*sig);
       }
     }
-    if (stop_fd >= 0 && fds.size() > 1 && fds[1].fd == stop_fd && (fds[1].revents & POLLIN) && !stopping) {
-      if (outcome.kind == AttemptOutcome::Kind::Succeeded) outcome.kind = AttemptOutcome::Kind::StoppedByPeer;
+    if (stop_fd >= 0 && fds.size() > 1 && fds[1].fd == stop_fd && (fds[1].revents & POLLIN) && !stopping_) {
+      if (outcome_.kind == AttemptOutcome::Kind::Succeeded) outcome_.kind = AttemptOutcome::Kind::StoppedByPeer;
       begin_stop(SIGTERM);
     }
     for (size_t i = first_pump; i < fds.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) pumps[i - first_pump]->pump();
-    if (stopping && !killed && kill_at.expired()) kill_all();
+    if (stopping_ && !killed_ && kill_at_.expired()) {
+      kill_everything();
+      child_event = true;
+    }
   }
 
-  // Whatever is still open (a grandchild holding a pipe) is flushed and closed; and on any
-  // failure the workers' process groups are cleared of stragglers.
-  for (auto& w : workers) {
+  // The tree is clear (nothing is left that could start more); orphans' ends are collected.
+  // Whatever pipe is still open (a process outside the job holding it) is flushed and closed.
+  reap_orphans([this](pid_t pid) { return owns(pid); });
+  for (auto& w : workers_) {
     w.out->finish();
     w.err->finish();
-    if (outcome.kind != AttemptOutcome::Kind::Succeeded) w.process.signal_group(SIGKILL);
   }
-  for (auto& f : outcome.failures)
-    for (auto& w : workers)
+  for (auto& f : outcome_.failures)  // what they wrote until the end
+    for (auto& w : workers_)
       if (w.entry.global_rank == f.global_rank)
         f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
-  // Only ranks spmdrun stopped that did not fail on their own count as "stopped".
-  std::erase_if(outcome.stopped_ranks, [&](int r) {
-    for (auto& f : outcome.failures)
-      if (f.global_rank == r) return true;
-    return false;
-  });
-  return outcome;
+  return outcome_;
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
+    : options_(options), signals_(signals) {}
+
+AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
+  // In spmdrun's own temporary directory (only error files) there is no layout to keep.
+  std::string dir = options_.scratch_log_dir
+                        ? options_.log_dir
+                        : options_.log_dir + "/" + plan.run_id + "/attempt_" + std::to_string(plan.round);
+  make_dirs(dir);
+  attempt_log_dir_ = options_.redirects.any() || options_.tee.any() ? dir : "";
+  AttemptRun attempt(options_, signals_, plan, dir, on_root_cause);
+  return attempt.run(stop_fd);
 }
 
 }  // namespace spmd::launcher

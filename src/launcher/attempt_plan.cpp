@@ -6,7 +6,7 @@
 namespace spmd::launcher {
 
 std::string AttemptPlan::store_prefix() const {
-  return "spmd/" + run_id + "/" + std::to_string(restart_count);
+  return "spmd/" + run_id + "/" + std::to_string(round);
 }
 
 namespace {
@@ -23,10 +23,13 @@ std::string python_executable() {
 }
 }  // namespace
 
+bool runs_python(const Options& o) { return o.module || o.run_path || (!o.no_python && ends_with(o.program, ".py")); }
+
+std::string worker_python(const Options& o) { return runs_python(o) ? python_executable() : ""; }
+
 std::vector<std::string> worker_command(const Options& o) {
   std::vector<std::string> argv;
-  bool python = o.module || o.run_path || (!o.no_python && ends_with(o.program, ".py"));
-  if (python) {
+  if (runs_python(o)) {
     argv = {python_executable(), "-u"};
     if (o.run_path) {
       // torchrun runs the script with runpy.run_path inside its own interpreter; here it is
@@ -48,13 +51,14 @@ const std::vector<std::string>& launch_variable_names() {
       "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
       "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
       "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-      "TORCHELASTIC_USE_AGENT_STORE", "NODE_RANK", "SPMD_STORE_ADDR", "SPMD_STORE_PORT",
-      "SPMD_STORE_PREFIX"};
+      "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
+      "SPMD_STORE_PORT", "SPMD_STORE_PREFIX"};
   return names;
 }
 
 std::vector<std::string> worker_environment(const Options& o, const AttemptPlan& plan,
-                                            const RankEntry& e, char** base_environ) {
+                                            const RankEntry& e, char** base_environ,
+                                            const std::string& error_file) {
   std::map<std::string, std::string> set{
       {"LOCAL_RANK", std::to_string(e.local_rank)},
       {"RANK", std::to_string(e.global_rank)},
@@ -76,6 +80,10 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
       {"TORCHELASTIC_USE_AGENT_STORE", "False"},
       {"NODE_RANK", std::to_string(plan.node_rank)},
   };
+  // torchrun's per-worker error file: a worker's @record writes its exception there. Without
+  // one, a TORCHELASTIC_ERROR_FILE spmdrun inherited must not reach the workers (it is the
+  // job's, which spmdrun writes).
+  if (!error_file.empty()) set["TORCHELASTIC_ERROR_FILE"] = error_file;
   if (!plan.store_addr.empty()) {
     set["SPMD_STORE_ADDR"] = plan.store_addr;
     set["SPMD_STORE_PORT"] = std::to_string(plan.store_port);
@@ -85,7 +93,7 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
   for (char** p = base_environ; p != nullptr && *p != nullptr; ++p) {
     std::string kv(*p);
     std::string key = kv.substr(0, kv.find('='));
-    if (set.count(key) != 0) continue;
+    if (set.count(key) != 0 || key == "TORCHELASTIC_ERROR_FILE") continue;
     // A stale spmd store from an outer launch must not leak into this one.
     if (plan.store_addr.empty() && key.rfind("SPMD_STORE_", 0) == 0 && key != "SPMD_STORE_TOKEN")
       continue;

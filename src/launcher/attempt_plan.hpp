@@ -19,18 +19,23 @@ struct AttemptPlan {
   std::string store_addr;   // SPMD_STORE_ADDR / _PORT: the launcher's store ("" = none)
   int store_port = 0;
   std::string run_id;
-  int restart_count = 0;
-  std::string store_prefix() const;  // "spmd/<run_id>/<restart_count>"
+  int restart_count = 0;    // restarts after failures (TORCHELASTIC_RESTART_COUNT)
+  int round = 0;            // every start of the workers: restarts and membership changes
+  std::string store_prefix() const;  // "spmd/<run_id>/<round>"
 };
 
 // The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,
 // else torchrun's PYTHON_EXEC, else python3 from PATH — with -u; anything else runs directly.
 std::vector<std::string> worker_command(const Options& options);
+// The Python that runs the workers ("" when the program is not run under Python).
+std::string worker_python(const Options& options);
 
 // The complete environment of one worker: the launcher's own environment with the launch
-// variables set (replacing any inherited values).
+// variables set (replacing any inherited values), and TORCHELASTIC_ERROR_FILE=error_file
+// when one is given.
 std::vector<std::string> worker_environment(const Options& options, const AttemptPlan& plan,
-                                            const RankEntry& entry, char** base_environ);
+                                            const RankEntry& entry, char** base_environ,
+                                            const std::string& error_file = "");
 
 // The names of every variable worker_environment sets (for docs and tests).
 const std::vector<std::string>& launch_variable_names();

@@ -15,4 +15,11 @@ std::string format_failure_report(const std::string& program, const std::string&
 // One line for other nodes: "rank 4 (node 1, host h, pid 77) exited with exit code 3".
 std::string summarize_root_cause(const std::string& host, const AttemptOutcome& outcome);
 
+// How a node describes its failure to the other nodes (and in the job's error file).
+struct CauseNotice {
+  std::string summary;     // summarize_root_cause()
+  std::string error_json;  // the root cause's error document (error_file.hpp), "" without a failure
+};
+CauseNotice cause_notice(const std::string& host, const AttemptOutcome& outcome);
+
 }  // namespace spmd::launcher

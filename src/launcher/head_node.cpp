@@ -10,6 +10,7 @@
 
 #include "common/deadline.hpp"
 #include "launcher/child_process.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/hostfile.hpp"
 #include "launcher/net.hpp"
 #include "launcher/plain_message.hpp"
@@ -168,8 +169,10 @@ int run_head_node(const Options& o) {
           child_event = true;
           continue;
         }
-        for (auto& n : nodes) n.process.signal_group(kill_at ? SIGKILL : *sig);
-        if (exit_code == 0) exit_code = 128 + *sig;
+        // The guard's death (kill -9 of spmdrun) stops the nodes as SIGTERM does.
+        int forward = *sig == guard_lost_signal() ? SIGTERM : *sig;
+        for (auto& n : nodes) n.process.signal_group(kill_at ? SIGKILL : forward);
+        if (exit_code == 0) exit_code = 128 + (*sig == guard_lost_signal() ? SIGKILL : *sig);
         if (!kill_at) kill_at = Deadline(grace);
       }
     for (size_t i = 1; i < fds.size(); ++i)

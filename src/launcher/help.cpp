@@ -14,6 +14,9 @@ PATH, with -u); anything else is executed directly.
 
 Nodes and processes:
   --nnodes N|MIN:MAX        nodes in the job (default 1); a range needs --rdzv-backend c10d
+                            and is elastic: a node arriving later is let in at a new round
+                            (the workers restart with the new WORLD_SIZE), a lost node is left
+                            behind at the next restart while MIN remain
   --nproc-per-node N|auto|cpu
                             processes on this node (default 1; auto/cpu = one per CPU core).
                             Nodes may run different counts: ranks are numbered node by node
@@ -39,7 +42,8 @@ Rendezvous:
 
 Workers:
   --max-restarts K          restart the whole job (every node) up to K times after a failure
-                            (TORCHELASTIC_RESTART_COUNT counts them; default 0)
+                            (TORCHELASTIC_RESTART_COUNT counts them; default 0); nodes joining
+                            an elastic job do not count
   --monitor-interval S      longest sleep between checks of the workers (default 5); exits
                             are seen at once (SIGCHLD), so this rarely matters
   --grace-period S          after SIGTERM, how long workers have before SIGKILL (default 5)
@@ -74,18 +78,23 @@ spmd extras:
   --dry-run                 print the rank table (node rank, local rank, rank, world size)
                             these flags produce, and the worker command, then exit
   -h, --help                this text
+  --version                 spmdrun's version
 
 Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
   TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE=False
+  TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
   NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
   (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.
+  With TORCHELASTIC_ERROR_FILE set for spmdrun itself, a failed job's root cause is written
+  there (as torchrun does).
 
-When a worker fails, the others are stopped (SIGTERM to each worker's process group, SIGKILL
+When a worker fails, the others are stopped (SIGTERM to every process of the job, SIGKILL
 after --grace-period) and spmdrun prints which rank failed, where, how (exit code or signal)
 and the end of its stderr, then exits with that worker's exit code (128+N for signal N).
-SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Exit codes: 0 every worker
-succeeded; 2 bad flags; 127 the program could not be started.
+SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Processes the workers leave
+running are stopped when they end (and named); even kill -9 of spmdrun leaves none behind.
+Exit codes: 0 every worker succeeded; 2 bad flags; 127 the program could not be started.
 
 Examples:
   spmdrun --nproc-per-node 4 ./train

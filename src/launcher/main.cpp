@@ -2,17 +2,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/attempt_plan.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/head_node.hpp"
 #include "launcher/job.hpp"
 #include "launcher/options.hpp"
 #include "launcher/rank_table.hpp"
 #include "launcher/plain_message.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
+#include "spmd/version.hpp"
 
 extern char** environ;
 
@@ -62,6 +66,18 @@ void set_omp_threads(const Options& o) {
   setenv("OMP_NUM_THREADS", "1", 1);
 }
 
+// The launcher proper: head-node mode or this node's part of the job.
+int run_launcher(const Options& o) {
+  try {
+    if (!o.hostfile.empty()) return run_head_node(o);
+    set_omp_threads(o);
+    return run_job(o);
+  } catch (const spmd::Error& e) {
+    say("spmdrun: error: " + plain_message(e) + "\n");
+    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,19 +94,33 @@ int main(int argc, char** argv) {
     write_all(1, h.data(), h.size());
     return 0;
   }
-  const Options& o = parsed.options;
-  try {
-    if (!o.hostfile.empty()) return run_head_node(o);
-  } catch (const spmd::Error& e) {
-    say("spmdrun: error: " + plain_message(e) + "\n");
-    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+  if (parsed.version) {
+    std::string v = std::string("spmdrun (spmd) ") + SPMD_VERSION + "\n";
+    write_all(1, v.data(), v.size());
+    return 0;
   }
-  if (o.dry_run) return dry_run(o);
-  set_omp_threads(o);
+  Options& o = parsed.options;
+  if (o.dry_run && o.hostfile.empty()) return dry_run(o);
+  if (!o.hostfile.empty() && o.dry_run) return run_launcher(o);
+  // The workers' error files need a directory even without --log-dir, -r or -t: a temporary
+  // one, owned by the guard, so it is removed even when the launcher process is killed.
+  std::optional<ScratchDir> scratch;
+  if (o.hostfile.empty() && o.log_dir.empty() && !o.redirects.any() && !o.tee.any()) {
+    try {
+      scratch.emplace(default_log_dir(o.rdzv_id));
+    } catch (const spmd::Error& e) {
+      say("spmdrun: error: " + plain_message(e) + "\n");
+      return 1;
+    }
+    o.log_dir = scratch->path();
+    o.scratch_log_dir = true;
+  }
+  // Everything that starts processes runs guarded: spmdrun's own pid stays a small watchdog
+  // that stops whatever the job left if the launcher dies, and vice versa (guard.hpp).
   try {
-    return run_job(o);
+    return run_guarded([&o] { return run_launcher(o); }, o.grace_period_s);
   } catch (const spmd::Error& e) {
     say("spmdrun: error: " + plain_message(e) + "\n");
-    return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
+    return 1;
   }
 }

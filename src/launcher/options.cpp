@@ -243,6 +243,36 @@ void finish(Options& o, const Raw& r) {
 
 }  // namespace
 
+std::string closest_flag(const std::string& name) {
+  // Edit distance counting a swap of two neighbours as one typo (optimal string alignment).
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  std::vector<std::string> names{"--help", "--version"};
+  for (const auto& f : flags()) names.insert(names.end(), f.names.begin(), f.names.end());
+  // Close enough: a typo or two, more in long names; never for two-letter flags like -x.
+  size_t allowed = std::max<size_t>(1, name.size() / 5);
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const auto& n : names) {
+    if (n.size() < 4) continue;
+    size_t d = distance(name, n);
+    if (d < best_distance) {
+      best = n;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
 ParseResult parse_options(const std::vector<std::string>& args,
                           const std::map<std::string, std::string>& env) {
   ParseResult result;
@@ -266,6 +296,10 @@ ParseResult parse_options(const std::vector<std::string>& args,
       result.help = true;
       return result;
     }
+    if (a == "--version") {
+      result.version = true;
+      return result;
+    }
     if (a.size() < 2 || a[0] != '-') break;  // the program
     std::string name = a, value;
     bool inline_value = false;
@@ -275,7 +309,10 @@ ParseResult parse_options(const std::vector<std::string>& args,
       inline_value = true;
     }
     const Flag* f = find_flag(name);
-    if (f == nullptr) usage_error("unknown flag " + name + " (see spmdrun --help)");
+    if (f == nullptr) {
+      std::string guess = closest_flag(name);
+      usage_error("unknown flag " + name + (guess.empty() ? "" : "; did you mean " + guess + "?"));
+    }
     if (f->takes_value) {
       if (!inline_value) {
         if (i + 1 >= args.size()) usage_error(name + " needs a value");

@@ -42,6 +42,7 @@ struct Options {
   bool run_path = false;
   // Output.
   std::string log_dir;
+  bool scratch_log_dir = false;  // log_dir is spmdrun's own temporary one (error files only)
   StdSpec redirects;
   StdSpec tee;
   std::set<int> local_ranks_filter;  // empty = every rank
@@ -62,6 +63,7 @@ struct Options {
 struct ParseResult {
   Options options;
   bool help = false;
+  bool version = false;
 };
 
 // Parses argv (argv[0] is spmdrun itself) with PET_* defaults from `env`. Raises
@@ -71,5 +73,9 @@ ParseResult parse_options(const std::vector<std::string>& args,
 
 // The full --help text.
 std::string help_text();
+
+// The flag spelling closest to a mistyped one ("--nproc-per-nod" → "--nproc-per-node"), or ""
+// when none is close enough to be what was meant.
+std::string closest_flag(const std::string& name);
 
 }  // namespace spmd::launcher

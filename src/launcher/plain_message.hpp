@@ -1,6 +1,7 @@
 // spmd::Error's text without its "spmd <Kind>: " header, for messages spmdrun shows users.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include "spmd/error.hpp"
@@ -22,6 +23,13 @@ inline std::string reason_after(const std::string& message, const std::string& e
   size_t end = rest.find_first_of(";(");
   while (end != std::string::npos && end > 0 && rest[end - 1] == ' ') --end;
   return rest.substr(0, end);
+}
+
+// Seconds for messages: "5 s", "0.5 s".
+inline std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", seconds);
+  return buf;
 }
 
 }  // namespace spmd::launcher

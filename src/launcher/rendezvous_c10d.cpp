@@ -4,15 +4,25 @@
 
 #include "launcher/net.hpp"
 #include "launcher/rendezvous_nodes.hpp"
+#include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
 
 using namespace rdzv;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+void say(const std::string& text) { write_all(2, text.data(), text.size()); }
+
+bool is_number(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+}  // namespace
 
 C10dRendezvous::C10dRendezvous(const Options& o, SignalChannel& signals) : StoreRendezvous(o, signals) {
   scope_ = "spmdrun/c10d/" + o.rdzv_id;
   endpoint_text_ = o.rdzv_endpoint;
+  what_ = "c10d rendezvous '" + o.rdzv_id + "' at " + endpoint_text_;
   auto [host, port] = parse_endpoint("--rdzv-endpoint", o.rdzv_endpoint, 29400);
   // The rule: a node on the endpoint's host tries to bind its port; whoever succeeds hosts the
   // store, everyone else (a second node on the same host included) is a client.
@@ -22,63 +32,183 @@ C10dRendezvous::C10dRendezvous(const Options& o, SignalChannel& signals) : Store
 
 AttemptPlan C10dRendezvous::next(int restart_count) {
   const Options& o = options_;
-  attempt_ = restart_count;
-  int index = static_cast<int>(store_->add(key("joined"), 1)) - 1;
-  store_->set(key("node" + std::to_string(index)), node_entry(o));
   auto deadline = join_deadline(o);
-  std::string what = "c10d rendezvous '" + o.rdzv_id + "' at " + endpoint_text_;
-  if (index == 0) {
-    // The first node closes the round: MIN nodes, then a last call for more (up to MAX).
-    std::vector<std::string> min_keys;
-    for (int r = 0; r < o.min_nodes; ++r) min_keys.push_back(key("node" + std::to_string(r)));
-    try {
-      wait_keys(min_keys, deadline, what);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Timeout) throw;
-      std::string msg = what + " timed out after " + std::to_string(static_cast<int>(o.join_timeout_s)) +
-                        " s: " + arrivals(*store_, min_keys) + " (needs at least " +
-                        std::to_string(o.min_nodes) + "); start the other nodes with the same "
-                        "--rdzv-endpoint and --rdzv-id, or raise --rdzv-conf join_timeout=SECONDS";
-      store_->compare_set(key("closed"), {}, to_bytes("timeout|" + msg));
-      raise(ErrorKind::Timeout, msg);
-    }
-    if (o.max_nodes > o.min_nodes) {
-      try {
-        wait_keys({key("node" + std::to_string(o.max_nodes - 1))},
-                  Deadline(std::chrono::milliseconds(static_cast<long long>(o.last_call_timeout_s * 1000))), what);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Timeout) throw;
-      }
-    }
-    int joined = static_cast<int>(store_->add(key("joined"), 0));
-    int n = std::min(joined, o.max_nodes);
-    store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
-    store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n)));
+  // A new node starts at the newest closed round; a node of the last round joins the one after.
+  int round = 0, prev_index = -1;
+  if (member_of_round_ >= 0) {
+    round = member_of_round_ + 1;
+    prev_index = node_rank_;
+  } else if (store_->check({scope_ + "/current"})) {
+    round = std::atoi(store_->get_string(scope_ + "/current").c_str());
   }
-  wait_keys({key("closed")}, deadline, what + " (waiting for node 0 to close the round)");
-  std::string closed = store_->get_string(key("closed"));
-  if (closed.rfind("timeout|", 0) == 0) raise(ErrorKind::Timeout, closed.substr(8));
-  int nnodes = std::atoi(closed.c_str());
-  if (index >= nnodes)
-    raise(ErrorKind::InvalidArgument, what + " closed with " + std::to_string(nnodes) +
-                                          " nodes before this node joined (the job has --nnodes max " +
-                                          std::to_string(o.max_nodes) + "); start this node with a new --rdzv-id");
+  int index = 0, nnodes = 0;
+  try {
+    join_round(round, prev_index, deadline, index, nnodes);
+  } catch (const Error& e) {
+    // The store closes when the job ends (its host leaves); a node still waiting for a place
+    // is told so plainly.
+    if (e.kind() != ErrorKind::PeerLost || round == 0) throw;
+    raise(ErrorKind::PeerLost, "the launcher store at " + endpoint_text_ + " closed while this node waited to join job '" +
+                                   o.rdzv_id + "': the job ended, or the node hosting the store was lost; start a "
+                                   "new job with a new --rdzv-id");
+  }
   std::vector<std::string> keys;
   for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
-  wait_keys(keys, deadline, what);
-  std::vector<int> counts = node_counts(*store_, keys);
+  wait_keys(keys, deadline, what_, [&] { return "every node's entry: " + arrivals(*store_, keys); });
   AttemptPlan plan;
-  plan.table = RankTable(counts);
+  plan.table = RankTable(node_counts(*store_, keys));
   plan.node_rank = index;
   plan.run_id = o.rdzv_id;
   plan.restart_count = restart_count;
+  plan.round = round;
   std::string master = store_->get_string(key("master"));
   plan.master_addr = master.substr(0, master.rfind('|'));
   plan.master_port = std::atoi(master.substr(master.rfind('|') + 1).c_str());
   plan.store_addr = store_host_;
   plan.store_port = store_port_;
-  begin_attempt(restart_count, index, nnodes);
+  member_of_round_ = round;
+  begin_attempt(round, index, nnodes);
   return plan;
+}
+
+// Joins `round` (and, when it closed before this node got in, the rounds after it) until this
+// node is a member; `index` is then its node rank, `nnodes` the round's size.
+void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes) {
+  const Options& o = options_;
+  while (true) {
+    round_ = round;
+    index = static_cast<int>(store_->add(key("joined"), 1)) - 1;
+    store_->set(key("node" + std::to_string(index)), node_entry(o, prev_index));
+    if (index == 0) close_round(deadline);
+    wait_keys({key("closed")}, deadline, what_, [&] {
+      return "node 0 of round " + std::to_string(round) + " to close it (" + std::to_string(joined()) +
+             " node(s) joined; it closes at " + std::to_string(o.min_nodes) + " after a last call, or at " +
+             std::to_string(o.max_nodes) + ")";
+    });
+    std::string closed = store_->get_string(key("closed"));
+    if (closed.rfind("timeout|", 0) == 0) raise(ErrorKind::Timeout, closed.substr(8));
+    nnodes = std::atoi(closed.c_str());
+    if (index < nnodes) break;
+    // Too late for this round: wait in the next one. The running nodes see this node waiting
+    // and end their round to let it in (unless the job already runs with MAX nodes).
+    say("spmdrun: " + what_ + ": round " + std::to_string(round) + " runs with " + std::to_string(nnodes) +
+        " node(s); this node joins the next round" +
+        (nnodes < o.max_nodes ? " (the running nodes restart their workers to let it in)\n"
+                              : " (the job runs with the most nodes, --nnodes max " + std::to_string(o.max_nodes) +
+                                    "; it waits for a place)\n"));
+    ++round;
+    prev_index = -1;
+  }
+}
+
+// The first node of a round closes it: after the round before has settled, MIN nodes, then a
+// last call for more (up to MAX).
+void C10dRendezvous::close_round(const Deadline& deadline) {
+  const Options& o = options_;
+  if (round_ > 0) wait_for_previous_round(deadline);
+  std::vector<std::string> min_keys;
+  for (int r = 0; r < o.min_nodes; ++r) min_keys.push_back(key("node" + std::to_string(r)));
+  try {
+    wait_keys(min_keys, deadline, what_, [&] {
+      return std::to_string(o.min_nodes) + " node(s) (--nnodes " + std::to_string(o.min_nodes) + ":" +
+             std::to_string(o.max_nodes) + "): " + arrivals(*store_, min_keys);
+    });
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Timeout) throw;
+    std::string msg = what_ + " timed out after " + std::to_string(static_cast<int>(o.join_timeout_s)) + " s: " +
+                      arrivals(*store_, min_keys) + " (needs at least " + std::to_string(o.min_nodes) +
+                      "); start the other nodes with the same --rdzv-endpoint and --rdzv-id, or raise "
+                      "--rdzv-conf join_timeout=SECONDS";
+    store_->compare_set(key("closed"), {}, to_bytes("timeout|" + msg));
+    raise(ErrorKind::Timeout, msg);
+  }
+  if (o.max_nodes > o.min_nodes) {
+    try {
+      wait_keys({key("node" + std::to_string(o.max_nodes - 1))},
+                Deadline(milliseconds(static_cast<long long>(o.last_call_timeout_s * 1000))), what_);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) throw;
+    }
+  }
+  int n = std::min(joined(), o.max_nodes);
+  store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
+  store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n)));
+  store_->set(scope_ + "/current", std::to_string(round_));
+}
+
+// Before closing round n, round n-1 must be over and each of its nodes settled: it
+// acknowledged the end ("rejoin": it must be in round n before the round closes; "leave"), or
+// it is dead (marked by a watcher, or its heartbeat stood still for peer_timeout).
+void C10dRendezvous::wait_for_previous_round(const Deadline& deadline) {
+  int prev = round_ - 1;
+  std::string closed_key = key_in(prev, "closed");
+  if (!store_->check({closed_key})) return;
+  std::string closed = store_->get_string(closed_key);
+  if (!is_number(closed)) return;  // it never ran (timed out): nobody to wait for
+  int prev_nodes = std::atoi(closed.c_str());
+  const Options& o = options_;
+  std::string over = key_in(prev, "over");
+  wait_until([&] { return store_->check({over}); }, [&] { return over; }, deadline, what_, [&] {
+    return "round " + std::to_string(prev) + "'s " + std::to_string(prev_nodes) + " node(s) to end it" +
+           (prev_nodes < o.max_nodes ? " (they see this node waiting and restart their workers)"
+                                     : " (the job runs with the most nodes, --nnodes max " +
+                                           std::to_string(o.max_nodes) + ")");
+  });
+  // A round that succeeded or was stopped ends the job: nothing to join.
+  std::string verdict = store_->get_string(over);
+  if (verdict == "ok" || verdict.rfind("stop|", 0) == 0)
+    raise(ErrorKind::Store, "job '" + o.rdzv_id + "' ended before this node could join it (" +
+                                (verdict == "ok" ? std::string("it finished") : "it was stopped") +
+                                "); start a new job with a new --rdzv-id");
+  std::vector<std::string> beats(static_cast<size_t>(prev_nodes));
+  std::vector<Clock::time_point> changed(static_cast<size_t>(prev_nodes), Clock::now());
+  std::string status, wake;
+  wait_until([&] { return previous_round_settled(prev, prev_nodes, beats, changed, status, wake); },
+             [&] { return wake; }, deadline, what_, [&] { return status; });
+}
+
+// Whether round `prev` has settled; otherwise `status` says what is missing and `wake` names the
+// key whose appearance would change that.
+bool C10dRendezvous::previous_round_settled(int prev, int prev_nodes, std::vector<std::string>& beats_seen,
+                                            std::vector<Clock::time_point>& changed, std::string& status,
+                                            std::string& wake) {
+  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  std::set<int> rejoining;
+  std::string undecided;
+  for (int i = 0; i < prev_nodes; ++i) {
+    std::string ack = key_in(prev, "ack" + std::to_string(i));
+    if (store_->check({ack})) {
+      if (store_->get_string(ack) == "rejoin") rejoining.insert(i);
+      continue;
+    }
+    if (store_->check({key_in(prev, "dead" + std::to_string(i))})) continue;
+    std::string beat_key = key_in(prev, "beat" + std::to_string(i));
+    std::string beat = store_->check({beat_key}) ? store_->get_string(beat_key) : "";
+    auto slot = static_cast<size_t>(i);
+    if (beat != beats_seen[slot]) {
+      beats_seen[slot] = beat;
+      changed[slot] = Clock::now();
+    } else if (Clock::now() - changed[slot] > peer_timeout) {
+      continue;  // its spmdrun is gone
+    }
+    if (undecided.empty()) wake = ack;
+    undecided += (undecided.empty() ? "" : ",") + std::to_string(i);
+  }
+  if (!undecided.empty()) {
+    status = "round " + std::to_string(prev) + "'s node(s) " + undecided + " to stop their workers";
+    return false;
+  }
+  int n = joined();
+  for (int j = 0; j < n; ++j) {
+    std::string entry = key("node" + std::to_string(j));
+    if (store_->check({entry})) rejoining.erase(parse_node_entry(store_->get_string(entry)).prev_index);
+  }
+  wake = key("node" + std::to_string(n));  // the next node to join
+  if (rejoining.empty()) return true;
+  std::string missing;
+  for (int i : rejoining) missing += (missing.empty() ? "" : ",") + std::to_string(i);
+  status = "round " + std::to_string(prev) + "'s node(s) " + missing + " to join this round";
+  return false;
 }
 
 }  // namespace spmd::launcher

@@ -1,20 +1,42 @@
 #pragma once
 
+#include <set>
+
 #include "launcher/rendezvous_store.hpp"
 
 namespace spmd::launcher {
 
-// The c10d-style rendezvous: nodes join at --rdzv-endpoint with the same --rdzv-id; the first
-// node to join becomes node 0 and closes the round once MIN nodes are in and the last-call
-// window has passed (or MAX are in). The node whose address is the endpoint and that binds
-// its port first hosts the store.
+// The c10d-style (elastic) rendezvous: nodes join at --rdzv-endpoint with the same --rdzv-id,
+// in rounds. The first node to join a round closes it once MIN nodes are in and the last-call
+// window has passed (or MAX are in); node ranks follow the join order. A node that comes after
+// the round closed joins the next one, and the running nodes, seeing it wait (while below MAX),
+// end their round so that it is let in: a membership change, not a failure. After a failure or
+// a membership change every node that goes on joins the next round; the node closing it waits
+// for every node of the round before to go on, leave, or be found dead (no heartbeat), so a
+// lost node lets the others continue while they are at least MIN. The node whose address is
+// the endpoint and that binds its port first hosts the store.
+//
+// Per round n, besides the keys of rendezvous_store.hpp: "joined" (a counter: join order),
+// "node<i>" ("<nproc>|<host>|<its node rank in round n-1, or -1>"), "closed" (the number of
+// nodes, or "timeout|<message>"), "master". "<scope>/current" is the newest closed round,
+// where a new node starts looking.
 class C10dRendezvous : public StoreRendezvous {
  public:
   C10dRendezvous(const Options& options, SignalChannel& signals);
   AttemptPlan next(int restart_count) override;
 
  private:
+  void join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes);
+  void close_round(const Deadline& deadline);
+  void wait_for_previous_round(const Deadline& deadline);
+  bool previous_round_settled(int prev, int prev_nodes, std::vector<std::string>& beats_seen,
+                              std::vector<std::chrono::steady_clock::time_point>& changed, std::string& status,
+                              std::string& wake);
+  int joined() { return static_cast<int>(store_->add(key("joined"), 0)); }
+
   std::string endpoint_text_;
+  std::string what_;         // "c10d rendezvous '<id>' at <endpoint>", for messages
+  int member_of_round_ = -1;  // the last round this node took part in
 };
 
 }  // namespace spmd::launcher

@@ -28,10 +28,11 @@ AttemptPlan LocalRendezvous::next(int restart_count) {
   plan.store_port = store_port_;
   plan.run_id = run_id_;
   plan.restart_count = restart_count;
+  plan.round = restart_count;  // one node: every new round is a restart
   return plan;
 }
 
-Verdict LocalRendezvous::conclude(const AttemptOutcome& local, const std::string&) {
+Verdict LocalRendezvous::conclude(const AttemptOutcome& local, const CauseNotice&) {
   Verdict v;
   v.ok = local.kind == AttemptOutcome::Kind::Succeeded;
   v.exit_code = local.exit_code;

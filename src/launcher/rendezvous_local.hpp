@@ -12,7 +12,7 @@ class LocalRendezvous : public Rendezvous {
  public:
   explicit LocalRendezvous(const Options& options);
   AttemptPlan next(int restart_count) override;
-  Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
+  Verdict conclude(const AttemptOutcome& local, const CauseNotice& cause) override;
 
  private:
   void start_store();

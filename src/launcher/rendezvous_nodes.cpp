@@ -12,12 +12,19 @@ Deadline join_deadline(const Options& o) {
   return Deadline(milliseconds(static_cast<long long>(o.join_timeout_s * 1000)));
 }
 
-std::string node_entry(const Options& o) { return std::to_string(o.nproc_per_node) + "|" + host_name(); }
+std::string node_entry(const Options& o, int prev_index) {
+  return std::to_string(o.nproc_per_node) + "|" + host_name() + "|" + std::to_string(prev_index);
+}
 
-void parse_node_entry(const std::string& v, int& nproc, std::string& host) {
+NodeEntry parse_node_entry(const std::string& v) {
+  NodeEntry e;
   size_t bar = v.find('|');
-  nproc = std::atoi(v.substr(0, bar).c_str());
-  host = bar == std::string::npos ? "?" : v.substr(bar + 1);
+  e.nproc = std::atoi(v.substr(0, bar).c_str());
+  if (bar == std::string::npos) return e;
+  size_t last = v.rfind('|');
+  e.host = v.substr(bar + 1, last > bar ? last - bar - 1 : std::string::npos);
+  if (last > bar) e.prev_index = std::atoi(v.substr(last + 1).c_str());
+  return e;
 }
 
 std::string arrivals(Store& store, const std::vector<std::string>& keys) {
@@ -25,10 +32,7 @@ std::string arrivals(Store& store, const std::vector<std::string>& keys) {
   int arrived = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (store.check({keys[i]})) {
-      int nproc = 0;
-      std::string host;
-      parse_node_entry(store.get_string(keys[i]), nproc, host);
-      hosts += (arrived++ ? ", " : "") + host;
+      hosts += (arrived++ ? ", " : "") + parse_node_entry(store.get_string(keys[i])).host;
     } else {
       missing += (missing.empty() ? "" : ",") + std::to_string(i);
     }
@@ -39,12 +43,7 @@ std::string arrivals(Store& store, const std::vector<std::string>& keys) {
 
 std::vector<int> node_counts(Store& store, const std::vector<std::string>& keys) {
   std::vector<int> counts;
-  for (const auto& v : store.multi_get(keys)) {
-    int nproc = 0;
-    std::string host;
-    parse_node_entry(to_string(v), nproc, host);
-    counts.push_back(nproc);
-  }
+  for (const auto& v : store.multi_get(keys)) counts.push_back(parse_node_entry(to_string(v)).nproc);
   return counts;
 }
 

@@ -1,5 +1,6 @@
 // What the store-based rendezvous backends share about nodes: each node's entry
-// ("<nproc>|<host>"), the join deadline, and who-arrived text for timeout messages.
+// ("<nproc>|<host>|<index in the previous round, or -1>"), the join deadline, and who-arrived
+// text for waiting and timeout messages.
 #pragma once
 
 #include <string>
@@ -11,9 +12,15 @@
 
 namespace spmd::launcher::rdzv {
 
+struct NodeEntry {
+  int nproc = 0;
+  std::string host = "?";
+  int prev_index = -1;  // c10d: its node rank in the round before (-1: new to the job)
+};
+
 Deadline join_deadline(const Options& o);
-std::string node_entry(const Options& o);
-void parse_node_entry(const std::string& v, int& nproc, std::string& host);
+std::string node_entry(const Options& o, int prev_index = -1);
+NodeEntry parse_node_entry(const std::string& v);
 // "2 of 3 nodes arrived (a, b); missing node ranks 2"
 std::string arrivals(Store& store, const std::vector<std::string>& keys);
 // The process counts in the node entries under keys (all present).

@@ -20,7 +20,7 @@ StaticRendezvous::StaticRendezvous(const Options& o, SignalChannel& signals) : S
 
 AttemptPlan StaticRendezvous::next(int restart_count) {
   const Options& o = options_;
-  attempt_ = restart_count;
+  round_ = restart_count;
   int nnodes = o.max_nodes;
   if (store_->add(key("claim" + std::to_string(o.node_rank)), 1) > 1)
     raise(ErrorKind::InvalidArgument,
@@ -31,12 +31,15 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
   plan.node_rank = o.node_rank;
   plan.run_id = o.rdzv_id;
   plan.restart_count = restart_count;
+  plan.round = restart_count;  // fixed nodes: every new round is a restart
   if (o.node_rank == 0)
     store_->set(key("master"), o.master_addr + "|" + std::to_string(pick_free_port()));
   std::vector<std::string> keys;
   for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
   try {
-    wait_keys(keys, join_deadline(o), "static rendezvous");
+    wait_keys(keys, join_deadline(o),
+              "static rendezvous of job '" + o.rdzv_id + "' at " + store_host_ + ":" + std::to_string(store_port_),
+              [&] { return "every node: " + arrivals(*store_, keys); });
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Timeout) throw;
     raise(ErrorKind::Timeout, "static rendezvous of job '" + o.rdzv_id + "' timed out after " +

@@ -6,23 +6,28 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "common/log.hpp"
+#include "launcher/guard.hpp"
 #include "launcher/net.hpp"
 #include "launcher/plain_message.hpp"
+#include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
 
 namespace {
 using std::chrono::milliseconds;
-// Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
-// is answered within this time even while it waits for other nodes.
-constexpr milliseconds kWaitSlice{250};
-constexpr milliseconds kCallTimeout{30000};
+// How often a wait for other nodes says so on stderr.
+constexpr milliseconds kReportEvery{5000};
 constexpr milliseconds kAckTimeout{10000};
+// How long a node whose workers only lost peers waits for another node to name the failure
+// that caused it before it names its own: other nodes announce theirs as soon as they see it.
+constexpr milliseconds kConsequenceWait{3000};
 
-std::vector<std::string> split(const std::string& s, char sep, size_t max_parts) {
+
+std::vector<std::string> split_fields(const std::string& s, char sep, size_t max_parts) {
   std::vector<std::string> parts;
   size_t pos = 0;
   while (parts.size() + 1 < max_parts) {
@@ -44,13 +49,19 @@ StoreRendezvous::StoreRendezvous(const Options& options, SignalChannel& signals)
 
 StoreRendezvous::~StoreRendezvous() { stop_watcher(); }
 
-std::string StoreRendezvous::key(const std::string& name) const {
-  return scope_ + "/a" + std::to_string(attempt_) + "/" + name;
+std::string StoreRendezvous::key_in(int round, const std::string& name) const {
+  return scope_ + "/a" + std::to_string(round) + "/" + name;
 }
 
 void StoreRendezvous::check_signals() {
   while (auto sig = signals_.read_one())
     if (*sig != SIGCHLD) throw Interrupted{*sig};
+}
+
+void StoreRendezvous::check_job_running() {
+  if (!finishing_ && store_->check({scope_ + "/finished"}))
+    raise(ErrorKind::Store, "job '" + options_.rdzv_id + "' ended before this node could join it; start a new "
+                            "job with a new --rdzv-id");
 }
 
 bool StoreRendezvous::try_host_store(const std::string& bind_host, int port) {
@@ -70,7 +81,12 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
   TcpStoreOptions co;
   co.host = store_host_;
   co.port = static_cast<uint16_t>(store_port_);
+  std::string where = store_host_ + ":" + std::to_string(store_port_);
+  wait_reported_what_.clear();
   while (true) {
+    report_wait("connecting to the launcher store at " + where, [] {
+      return std::string("the node that hosts it to start (node 0, or the first node on the --rdzv-endpoint host)");
+    }, deadline);
     // Connect in short slices (the store's host may not be up yet) and look at signals
     // between them.
     co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
@@ -111,9 +127,28 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
   store_ = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
 }
 
+void StoreRendezvous::report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline) {
+  auto now = std::chrono::steady_clock::now();
+  if (what != wait_reported_what_) {  // a new wait: its first line comes one interval in
+    wait_reported_what_ = what;
+    wait_reported_ = now;
+    return;
+  }
+  if (now - wait_reported_ < kReportEvery) return;
+  wait_reported_ = now;
+  char timeout[32];
+  std::snprintf(timeout, sizeof timeout, "%g", options_.join_timeout_s);
+  std::string line = "spmdrun: " + what + ": waiting for " + (status ? status() : "the other nodes") +
+                     "; timeout in " + std::to_string((deadline.remaining().count() + 999) / 1000) +
+                     " s (--rdzv-conf join_timeout=" + timeout + ")\n";
+  write_all(2, line.data(), line.size());
+}
+
 void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Deadline& deadline,
-                                const std::string& what) {
+                                const std::string& what, const WaitStatus& status) {
+  wait_reported_what_.clear();
   while (true) {
+    report_wait(what, status, deadline);
     try {
       store_->wait(keys, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
       return;
@@ -122,91 +157,43 @@ void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Dead
       if (deadline.expired()) raise(ErrorKind::Timeout, what);
     }
     check_signals();
+    check_job_running();
   }
 }
 
-void StoreRendezvous::begin_attempt(int attempt, int node_rank, int nnodes) {
-  stop_watcher();
-  attempt_ = attempt;
-  node_rank_ = node_rank;
-  nnodes_ = nnodes;
-  uint64_t drained = 0;
-  while (::read(stop_event_.get(), &drained, sizeof drained) > 0) {
-  }
-  watcher_quit_ = false;
-  {
-    std::lock_guard<std::mutex> lock(watcher_error_mu_);
-    watcher_error_.clear();
-    peer_lost_.clear();
-  }
-  // The watcher has its own connection: the main thread's client may be busy in a call.
-  std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
-  std::string over = key("over");
-  std::vector<std::string> beats;
-  for (int r = 0; r < nnodes; ++r) beats.push_back(key("beat" + std::to_string(r)));
-  watcher_ = std::thread([this, client, over, beats] { watch(*client, over, beats); });
-}
-
-// The watcher thread: waits for the attempt's verdict ("over") in slices; between slices it
-// publishes this node's heartbeat and checks everyone else's, so a node whose spmdrun died
-// (kill -9, a crashed machine) stops the job instead of leaving the others waiting.
-void StoreRendezvous::watch(Store& client, const std::string& over, const std::vector<std::string>& beats) {
-  using Clock = std::chrono::steady_clock;
-  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-  auto slice = std::clamp(peer_timeout / 4, milliseconds(50), milliseconds(2000));
-  std::vector<std::string> last(beats.size());
-  std::vector<Clock::time_point> changed(beats.size(), Clock::now());
-  int64_t beat = 0;
-  while (!watcher_quit_) {
+void StoreRendezvous::wait_until(const std::function<bool()>& done, const std::function<std::string()>& wake_key,
+                                 const Deadline& deadline, const std::string& what, const WaitStatus& status) {
+  wait_reported_what_.clear();
+  while (!done()) {
+    report_wait(what, status, deadline);
+    if (deadline.expired()) raise(ErrorKind::Timeout, what);
     try {
-      client.set(beats[static_cast<size_t>(node_rank_)], std::to_string(++beat));
-      client.wait({over}, slice);
-      break;
+      store_->wait({wake_key()}, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Timeout) {
-        std::lock_guard<std::mutex> lock(watcher_error_mu_);
-        watcher_error_ = plain_message(e);
-        break;
-      }
+      if (e.kind() != ErrorKind::Timeout) throw;
     }
-    try {
-      std::string lost;
-      for (size_t r = 0; r < beats.size(); ++r) {
-        if (static_cast<int>(r) == node_rank_) continue;
-        std::string now = client.check({beats[r]}) ? client.get_string(beats[r]) : "";
-        if (now != last[r]) {
-          last[r] = now;
-          changed[r] = Clock::now();
-        } else if (Clock::now() - changed[r] > peer_timeout) {
-          lost = "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
-                 std::to_string(peer_timeout.count() / 1000.0).substr(0, 4) +
-                 " s; was it killed, or its machine lost?)";
-          break;
-        }
-      }
-      if (!lost.empty()) {
-        std::lock_guard<std::mutex> lock(watcher_error_mu_);
-        peer_lost_ = lost;
-        break;
-      }
-    } catch (const Error& e) {
-      std::lock_guard<std::mutex> lock(watcher_error_mu_);
-      watcher_error_ = plain_message(e);
-      break;
-    }
+    check_signals();
+    check_job_running();
   }
-  uint64_t one = 1;
-  ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
-  (void)ignored;
 }
 
-void StoreRendezvous::stop_watcher() {
-  if (!watcher_.joinable()) return;
-  watcher_quit_ = true;
-  watcher_.join();  // ends within one 5 s wait slice at worst; at once once "over" is set
+void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) {
+  try {
+    publish_failure("fail", local.exit_code, cause);
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << plain_message(e);
+  }
 }
 
-Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string& summary) {
+// Sets the attempt's verdict to this node's failure, unless one is set already; its error
+// document goes first, under "error<node>", for the other nodes' error files.
+void StoreRendezvous::publish_failure(const std::string& what, int exit_code, const CauseNotice& cause) {
+  if (!cause.error_json.empty()) store_->set(key("error" + std::to_string(node_rank_)), cause.error_json);
+  store_->compare_set(key("over"), {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
+                                                std::to_string(exit_code) + "|" + cause.summary));
+}
+
+Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice& cause) {
   using Kind = AttemptOutcome::Kind;
   Verdict v;
   std::string over_key = key("over");
@@ -222,9 +209,13 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
         if (fds[0].revents & POLLIN) {
           while (auto sig = signals_.read_one()) {
             if (*sig == SIGCHLD) continue;
-            store_->compare_set(over_key, {}, to_bytes("stop|" + std::to_string(node_rank_) + "|" +
-                                                         std::to_string(128 + *sig) + "|spmdrun on " +
-                                                         host_name() + " received " + signal_name(*sig)));
+            // A signal stops the whole job; the guard's death is this node's loss (a failure).
+            bool lost = *sig == guard_lost_signal();
+            store_->compare_set(over_key, {}, to_bytes(std::string(lost ? "fail|" : "stop|") +
+                                                         std::to_string(node_rank_) + "|" +
+                                                         std::to_string(128 + (lost ? SIGKILL : *sig)) +
+                                                         "|spmdrun on " + host_name() + " " +
+                                                         interruption_text(*sig)));
           }
         }
       }
@@ -233,9 +224,19 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       if (!peer_lost_.empty())
         store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
     } else {
-      std::string what = local.kind == Kind::Interrupted ? "stop" : "fail";
-      store_->compare_set(over_key, {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
-                                                   std::to_string(local.exit_code) + "|" + summary));
+      if (!local.failures.empty() && local.failures.front().lost_peer) {
+        // Every local failure is a lost peer's consequence: the cause is elsewhere, and the
+        // node that saw it has normally said so already.
+        try {
+          store_->wait({over_key}, kConsequenceWait);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Timeout) throw;
+        }
+      }
+      // A signal to spmdrun stops the whole job; the loss of a node's spmdrun (its guard was
+      // killed) is a node failure, after which the others may restart.
+      bool stop = local.kind == Kind::Interrupted && local.signal != guard_lost_signal();
+      publish_failure(stop ? "stop" : "fail", local.exit_code, cause);
     }
     stop_watcher();
     {
@@ -243,7 +244,9 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
       if (!watcher_error_.empty() && !store_->check({over_key})) raise(ErrorKind::PeerLost, watcher_error_);
     }
     value = to_string(store_->get(over_key));
-    store_->set(key("ack" + std::to_string(node_rank_)), std::string("1"));
+    auto parts = split_fields(value, '|', 4);
+    if (parts.size() > 1 && parts[1] != std::to_string(node_rank_) && store_->check({key("error" + parts[1])}))
+      v.error_json = store_->get_string(key("error" + parts[1]));
   } catch (const Error& e) {
     v.ok = false;
     v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
@@ -253,26 +256,42 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const std::string
     return v;
   }
   if (value == "ok") return v;
-  auto parts = split(value, '|', 4);
+  auto parts = split_fields(value, '|', 4);
   v.ok = false;
   v.stop_job = parts[0] == "stop";
+  v.rejoin = parts[0] == "rejoin";
   v.local_root = parts.size() > 1 && parts[1] == std::to_string(node_rank_);
   v.exit_code = parts.size() > 2 ? std::atoi(parts[2].c_str()) : 1;
   v.remote_cause = parts.size() > 3 ? parts[3] : value;
   return v;
 }
 
-void StoreRendezvous::finish() {
+void StoreRendezvous::acknowledge(bool rejoin) {
+  try {
+    store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << plain_message(e);
+  }
+}
+
+void StoreRendezvous::finish(bool job_over) {
   stop_watcher();
-  if (!server_ || !store_) return;
+  finishing_ = true;
+  if (!store_) return;
+  try {  // nodes still waiting to join learn that there is nothing left to join
+    if (job_over) store_->compare_set(scope_ + "/finished", {}, to_bytes("1"));
+  } catch (const Error&) {
+  }
+  if (!server_) return;
   // Keep the store up until every node has read the verdict (or a short deadline passes).
   std::vector<std::string> acks;
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
   try {
     // A node that died never acknowledges: wait no longer than its heartbeat timeout.
     auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-    wait_keys(acks, Deadline(std::min(kAckTimeout, peer_timeout)),
-              "not every node acknowledged the job's end (one may have died); closing the store anyway");
+    Deadline deadline(std::min(kAckTimeout, peer_timeout));
+    wait_until([&] { return store_->check(acks); }, [&] { return acks.back(); }, deadline,
+               "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
   } catch (const Interrupted&) {

@@ -1,19 +1,27 @@
 // The part of the multi-node rendezvous both backends share: the launcher store (hosted by
 // one node's spmdrun, reached by the others as clients), waits that a signal to spmdrun
-// interrupts, and how nodes agree on the end of an attempt.
+// interrupts and that say every few seconds what they wait for, and how nodes agree on the end
+// of a round (one start of the workers).
 //
-// Per attempt n, under "<scope>/a<n>/":
-//   over   — set once, by compare_set, by the first node whose attempt ended badly
-//            ("fail|<node>|<exit code>|<summary>", or "stop|..." after a signal), or by the
-//            last node to succeed ("ok"). Every node's watcher thread waits on it and wakes
-//            its agent, which stops the local workers.
+// Per round n, under "<scope>/a<n>/":
+//   over   — set once, by compare_set: by the first node whose workers failed
+//            ("fail|<node>|<exit code>|<summary>", or "stop|..." after a signal), by a node that
+//            sees nodes waiting to join ("rejoin|<node>|0|<summary>", c10d below --nnodes MAX),
+//            or by the last node to succeed ("ok"). Every node's watcher thread waits on it and
+//            wakes its agent, which stops the local workers.
+//   error<r> — node r's root cause as a PyTorch error document, set before its "over".
 //   done   — count of nodes whose workers all succeeded.
-//   ack<r> — node r has read "over"; the hosting node keeps the store up until all have.
+//   ack<r> — node r has read "over": "rejoin" (it takes part in the next round) or "leave";
+//            the hosting node keeps the store up until all have acknowledged.
 //   beat<r> — node r's heartbeat counter, advanced by its watcher thread; a counter that
-//            stands still for --rdzv-conf peer_timeout seconds (default 30) fails the attempt.
+//            stands still for --rdzv-conf peer_timeout seconds (default 30) fails the round,
+//            and the node that saw it sets dead<r>.
+// "<scope>/finished" is set when the job is over, for nodes still waiting to join.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,8 +41,10 @@ class StoreRendezvous : public Rendezvous {
   ~StoreRendezvous() override;
 
   int stop_fd() override { return stop_event_.get(); }
-  Verdict conclude(const AttemptOutcome& local, const std::string& summary) override;
-  void finish() override;
+  void announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) override;
+  Verdict conclude(const AttemptOutcome& local, const CauseNotice& cause) override;
+  void acknowledge(bool rejoin) override;
+  void finish(bool job_over = true) override;
 
  protected:
   // Hosts the store at host:port when `host_it`, then connects to it at connect_host:port.
@@ -43,13 +53,28 @@ class StoreRendezvous : public Rendezvous {
                   int port);
   // Tries to host the store at bind_host:port; false when the port is taken.
   bool try_host_store(const std::string& bind_host, int port);
+  // What a wait is waiting for, asked for every few seconds and printed ("1 of 2 nodes
+  // arrived (a); missing node ranks 1"), so a stuck rendezvous says who is missing.
+  using WaitStatus = std::function<std::string()>;
   // Blocks until every key exists, the deadline passes (Error(Timeout) with `what`), or a
-  // signal arrives (throws Interrupted).
-  void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what);
+  // signal arrives (throws Interrupted). Every few seconds it says on stderr what it waits for.
+  void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what,
+                 const WaitStatus& status = {});
+  // Blocks until done() is true: checks it, then waits up to one slice for the key wake_key()
+  // names (one whose appearance may change the answer), and so on; the same deadline, signal
+  // and report handling as wait_keys, and Error(Store) when the job ends meanwhile.
+  void wait_until(const std::function<bool()>& done, const std::function<std::string()>& wake_key,
+                  const Deadline& deadline, const std::string& what, const WaitStatus& status = {});
+  // Prints "spmdrun: <what>: waiting for <status>; N s until the timeout" once the wait has
+  // lasted a reporting interval since the last such line.
+  void report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline);
   void check_signals();
-  // Starts watching attempt n's "over" key (call at the end of next()).
-  void begin_attempt(int attempt, int node_rank, int nnodes);
-  std::string key(const std::string& name) const;  // "<scope>/a<attempt>/<name>"
+  // Starts watching round n's "over" key (call at the end of next()).
+  void begin_attempt(int round, int node_rank, int nnodes);
+  std::string key(const std::string& name) const { return key_in(round_, name); }
+  std::string key_in(int round, const std::string& name) const;  // "<scope>/a<round>/<name>"
+  // Raises Error(Store) when the job is over ("<scope>/finished"): nothing left to join.
+  void check_job_running();
 
   const Options& options_;
   SignalChannel& signals_;
@@ -58,15 +83,27 @@ class StoreRendezvous : public Rendezvous {
   std::shared_ptr<Store> store_;
   std::string store_host_;
   int store_port_ = 0;
-  int attempt_ = 0;
+  // Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
+  // is answered within this time even while it waits for other nodes.
+  static constexpr std::chrono::milliseconds kWaitSlice{250};
+  static constexpr std::chrono::milliseconds kCallTimeout{30000};
+
+  int round_ = 0;
   int node_rank_ = 0;
   int nnodes_ = 1;
 
  private:
+  struct WatchedKeys;
   void stop_watcher();
-  void watch(Store& client, const std::string& over, const std::vector<std::string>& beats);
+  void watch(Store& client, const WatchedKeys& keys);
+  std::string find_lost_peer(Store& client, const WatchedKeys& keys, std::vector<std::string>& last,
+                             std::vector<std::chrono::steady_clock::time_point>& changed);
   std::unique_ptr<TcpStore> connect(const Deadline& deadline);
+  void publish_failure(const std::string& what, int exit_code, const CauseNotice& cause);
 
+  std::chrono::steady_clock::time_point wait_reported_{};  // last report_wait line
+  std::string wait_reported_what_;
+  bool finishing_ = false;  // finish() runs: "finished" is ours
   Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
   std::thread watcher_;
   std::atomic<bool> watcher_quit_{false};

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "launcher/guard.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -14,14 +15,18 @@ namespace {
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, guard_lost_signal()}) sigaddset(&set, s);
   return set;
 }
 }  // namespace
 
 SignalChannel::SignalChannel() {
   sigset_t set = handled_signals();
-  if (pthread_sigmask(SIG_BLOCK, &set, &original_mask_) != 0) raise_errno("blocking signals");
+  if (pthread_sigmask(SIG_BLOCK, &set, &saved_mask_) != 0) raise_errno("blocking signals");
+  // Workers start with the mask spmdrun had, less the guard's signal (blocked in a guarded
+  // launcher from its first instruction, so that none is lost before this signalfd exists).
+  original_mask_ = saved_mask_;
+  sigdelset(&original_mask_, guard_lost_signal());
   fd_.reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!fd_) raise_errno("signalfd");
   // A closed terminal or pipe on our stdout must not kill the launcher (and with it the
@@ -36,7 +41,7 @@ SignalChannel::~SignalChannel() {
   fd_.reset();
   // Drop what is still pending (an old SIGCHLD) before unblocking, so it is not delivered
   // with its default action later.
-  pthread_sigmask(SIG_SETMASK, &original_mask_, nullptr);
+  pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
 }
 
 std::optional<int> SignalChannel::read_one() {
@@ -72,6 +77,11 @@ const char* signal_name(int sig) {
   static thread_local char buf[32];
   std::snprintf(buf, sizeof buf, "signal %d", sig);
   return buf;
+}
+
+std::string interruption_text(int sig) {
+  if (sig == guard_lost_signal()) return "was killed (pid " + std::to_string(guard_pid()) + ")";
+  return std::string("received ") + signal_name(sig);
 }
 
 }  // namespace spmd::launcher

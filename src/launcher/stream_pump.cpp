@@ -34,17 +34,24 @@ void write_all(int fd, const char* data, size_t n) {
 
 StreamPump::StreamPump(Fd pipe, StreamRoute route) : pipe_(std::move(pipe)), route_(std::move(route)) {}
 
-bool StreamPump::pump() {
-  if (!pipe_) return false;
+bool StreamPump::pump() { return read_once() != ReadResult::End; }
+
+void StreamPump::drain() {
+  while (read_once() == ReadResult::Data) {
+  }
+}
+
+StreamPump::ReadResult StreamPump::read_once() {
+  if (!pipe_) return ReadResult::End;
   char buf[64 * 1024];
   ssize_t n = retry_eintr([&] { return ::read(pipe_.get(), buf, sizeof buf); });
   if (n > 0) {
     emit(buf, static_cast<size_t>(n), false);
-    return true;
+    return ReadResult::Data;
   }
-  if (n < 0 && errno == EAGAIN) return true;
+  if (n < 0 && errno == EAGAIN) return ReadResult::Empty;
   finish();
-  return false;
+  return ReadResult::End;
 }
 
 void StreamPump::finish() {

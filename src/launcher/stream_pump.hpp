@@ -27,11 +27,15 @@ class StreamPump {
   // Reads what the pipe has now (never blocks). Returns false once it reached EOF; the pipe
   // is then closed and the last partial line flushed.
   bool pump();
+  // Reads everything the pipe holds now (never blocks): after a worker exited, its last words.
+  void drain();
   // Flushes a partial last line and closes the pipe (also when the writer never closed it).
   void finish();
   const std::deque<std::string>& tail() const { return tail_; }
 
  private:
+  enum class ReadResult { Data, Empty, End };
+  ReadResult read_once();  // one non-blocking read; End = EOF or error (the pipe is closed)
   void emit(const char* data, size_t n, bool final);
   void remember(const char* line, size_t n);
 

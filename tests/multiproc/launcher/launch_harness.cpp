@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 #include "../../common/free_port.hpp"
 
 extern char** environ;
@@ -87,10 +90,10 @@ Result run(const std::vector<std::string>& args, const std::map<std::string, std
   return l.finish();
 }
 
-std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
+std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::string& out) {
   // Lines look like "[2]:RANK=2"; a worker's fields run from its PID line to its
-  // OMP_NUM_THREADS line (print_env writes them in one write), keyed by the RANK it printed.
-  std::map<int, std::map<std::string, std::string>> by_rank;
+  // OMP_NUM_THREADS line (print_env writes them in one write).
+  std::vector<std::map<std::string, std::string>> blocks;
   std::istringstream in(out);
   std::string line;
   std::map<std::string, std::map<std::string, std::string>> open;  // prefix → fields so far
@@ -109,8 +112,14 @@ std::map<int, std::map<std::string, std::string>> parse_workers(const std::strin
     if (key == "PID") fields.clear();
     fields[key] = value;
     fields["PREFIX"] = prefix;
-    if (key == "OMP_NUM_THREADS" && fields.count("RANK")) by_rank[std::stoi(fields["RANK"])] = fields;
+    if (key == "OMP_NUM_THREADS" && fields.count("RANK")) blocks.push_back(fields);
   }
+  return blocks;
+}
+
+std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out) {
+  std::map<int, std::map<std::string, std::string>> by_rank;
+  for (auto& fields : parse_worker_blocks(out)) by_rank[std::stoi(fields["RANK"])] = fields;
   return by_rank;
 }
 
@@ -139,6 +148,93 @@ bool wait_gone(int pid, std::chrono::milliseconds timeout) {
     if (::poll(&p, 1, deadline.poll_ms()) > 0) return true;
   }
   return process_gone(pid);
+}
+
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// /proc/<pid>/stat fields after the name: state, ppid.
+bool stat_of(int pid, char& state, int& ppid, std::string& name) {
+  std::string text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos) return false;
+  name = text.substr(open + 1, close - open - 1);
+  std::istringstream rest(text.substr(close + 1));
+  return static_cast<bool>(rest >> state >> ppid);
+}
+}  // namespace
+
+std::vector<int> processes_with_env(const std::string& name, const std::string& value) {
+  std::string want = name + "=" + value;
+  want.push_back('\0');
+  std::vector<int> found;
+  for (int pid : all_pids()) {
+    std::string env = read_file("/proc/" + std::to_string(pid) + "/environ");
+    env.push_back('\0');
+    char state = '?';
+    int ppid = 0;
+    std::string comm;
+    if ((env.rfind(want, 0) == 0 || env.find(std::string(1, '\0') + want) != std::string::npos) &&
+        stat_of(pid, state, ppid, comm) && state != 'Z')
+      found.push_back(pid);
+  }
+  return found;
+}
+
+int launcher_of(int guard_pid) {
+  for (int pid : all_pids()) {
+    char state = '?';
+    int ppid = 0;
+    std::string comm;
+    if (stat_of(pid, state, ppid, comm) && ppid == guard_pid && comm == "spmdrun") return pid;
+  }
+  return -1;
+}
+
+bool wait_listening(int port, std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  while (true) {
+    Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return true;
+    if (deadline.expired()) return false;
+    // Refused at once while nobody listens: try again a little later.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+TempDir::TempDir() {
+  char name[] = "/tmp/spmdrun_test_XXXXXX";
+  if (mkdtemp(name) == nullptr) throw std::runtime_error("mkdtemp /tmp/spmdrun_test_XXXXXX failed");
+  path = name;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::string unique_marker() {
+  static int counter = 0;
+  return std::to_string(getpid()) + "-" + std::to_string(++counter) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 int free_port() { return spmd::test::free_port(); }

@@ -28,6 +28,8 @@ class Launch {
   // Reads output until `needle` has appeared `count` times in stdout (or the deadline).
   bool wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout);
   void signal(int sig) { ::kill(process_.pid(), sig); }
+  // What spmdrun printed so far (read by wait_for_output).
+  const std::string& output_so_far() const { return result_.out; }
   int pid() const { return process_.pid(); }
   // Reads everything and waits for the exit (kills spmdrun and fails after the timeout).
   Result finish(std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -41,7 +43,10 @@ class Launch {
 
 Result run(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
-// print_env's output, per global rank: KEY → VALUE (and "PREFIX" → the line prefix seen).
+// print_env's output, one block per worker started, in order: KEY → VALUE (and "PREFIX" →
+// the line prefix seen).
+std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::string& out);
+// The same per global rank (a later block of a rank replaces an earlier one).
 std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out);
 
 // PIDs printed by workers ("PID=<n>") anywhere in the output.
@@ -50,6 +55,25 @@ std::vector<int> worker_pids(const std::string& out);
 bool process_gone(int pid);
 // Waits (pidfd + poll, with a deadline) until the process has exited; true if it did.
 bool wait_gone(int pid, std::chrono::milliseconds timeout);
+// Live (not zombie) processes whose environment holds NAME=VALUE (found by scanning /proc):
+// every process of a job started with a unique marker variable, wherever it ended up.
+std::vector<int> processes_with_env(const std::string& name, const std::string& value);
+// The launcher process a guard (the spmdrun pid a test started) forked, or -1.
+int launcher_of(int guard_pid);
+// Waits until something accepts TCP connections on 127.0.0.1:port (a launcher hosting its
+// store); false at the timeout.
+bool wait_listening(int port, std::chrono::milliseconds timeout);
+// A fresh directory under /tmp, removed with its contents at the end of the scope.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// A unique marker value for processes_with_env.
+std::string unique_marker();
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).
 int free_port();
 

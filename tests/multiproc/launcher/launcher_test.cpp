@@ -53,6 +53,12 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
     EXPECT_NE(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
     EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
+    // A per-worker error file, in a temporary directory of the job's that is gone afterwards.
+    std::string error_file = v["TORCHELASTIC_ERROR_FILE"];
+    std::string tail = "/error_" + std::to_string(rank) + ".json";
+    ASSERT_GT(error_file.size(), tail.size());
+    EXPECT_EQ(error_file.substr(error_file.size() - tail.size()), tail);
+    EXPECT_FALSE(std::filesystem::exists(error_file.substr(0, error_file.size() - tail.size())));
   }
   EXPECT_NE(r.err.find("Setting OMP_NUM_THREADS environment variable for each process to be 1"),
             std::string::npos);
@@ -132,21 +138,51 @@ TEST(Launcher, C10dRendezvousTwoNodes) {
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
 }
 
-TEST(Launcher, ANodeWhoseLauncherDiesStopsTheJob) {
+// Two static nodes of one process each whose workers sleep; returns once both run.
+struct SleepingTwoNodes {
   std::string port = std::to_string(free_port());
-  auto args = [&](int node) {
-    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port",
-                                    port, "--rdzv-conf", "peer_timeout=1", print_env_path(), "--sleep-ms", "30000"};
-  };
-  Launch node0(args(0));
-  Launch node1(args(1));
-  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-  ASSERT_TRUE(node0.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-  node1.signal(SIGKILL);  // no goodbye: only the missing heartbeat tells node 0
+  std::unique_ptr<Launch> node0, node1;
+  explicit SleepingTwoNodes(const std::vector<std::string>& extra) {
+    auto args = [&](int node) {
+      std::vector<std::string> a{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port", port};
+      a.insert(a.end(), extra.begin(), extra.end());
+      for (const std::string& w : {print_env_path(), std::string("--sleep-ms"), std::string("30000")}) a.push_back(w);
+      return a;
+    };
+    node0 = std::make_unique<Launch>(args(0));
+    node1 = std::make_unique<Launch>(args(1));
+    EXPECT_TRUE(node1->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+    EXPECT_TRUE(node0->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  }
+};
+
+TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
+  SleepingTwoNodes job({"--grace-period", "1"});
+  Launch& node0 = *job.node0;
+  Launch& node1 = *job.node1;
+  node1.signal(SIGKILL);  // its launcher process still stops the node and tells the others
   Result r0 = node0.finish(), r1 = node1.finish();
+  EXPECT_EQ(r0.code, 128 + SIGKILL) << r0.err;
+  EXPECT_NE(r0.err.find("the job failed on another node: spmdrun on "), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find(" was killed (pid " + std::to_string(node1.pid()) + ")"), std::string::npos) << r0.err;
+  expect_all_gone(r0.out);
+  for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+}
+
+TEST(Launcher, ANodeWhoseLauncherHangsIsFoundByItsMissingHeartbeat) {
+  SleepingTwoNodes job({"--rdzv-conf", "peer_timeout=1"});
+  Launch& node0 = *job.node0;
+  Launch& node1 = *job.node1;
+  int launcher1 = launcher_of(node1.pid());
+  ASSERT_GT(launcher1, 0);
+  ::kill(launcher1, SIGSTOP);  // a hung node: no goodbye, only the missing heartbeat tells node 0
+  Result r0 = node0.finish();
   EXPECT_EQ(r0.code, 1) << r0.err;
   EXPECT_NE(r0.err.find("node 1's spmdrun stopped answering"), std::string::npos) << r0.err;
   expect_all_gone(r0.out);
+  ::kill(launcher1, SIGKILL);  // node 1's guard then stops what the launcher left
+  Result r1 = node1.finish();
+  EXPECT_EQ(r1.code, 128 + SIGKILL);
   for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
 }
 
@@ -205,9 +241,9 @@ TEST(Launcher, SigintToLauncherStopsEveryWorker) {
 }
 
 TEST(Launcher, KilledLauncherTakesItsWorkersWithIt) {
-  Launch l({"--nproc-per-node", "2", print_env_path(), "--sleep-ms", "30000"});
+  Launch l({"--nproc-per-node", "2", "--grace-period", "1", print_env_path(), "--sleep-ms", "30000"});
   ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));
-  l.signal(SIGKILL);  // no teardown possible: PR_SET_PDEATHSIG must do it
+  l.signal(SIGKILL);  // the launcher process (PDEATHSIG from the guard) stops the workers
   Result r = l.finish();
   EXPECT_EQ(r.code, 128 + SIGKILL);
   auto pids = worker_pids(r.out);
@@ -232,7 +268,7 @@ TEST(Launcher, RestartCountsUpAndAFailingOnceJobSucceeds) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("TORCHELASTIC_RESTART_COUNT=1"), std::string::npos);
   EXPECT_NE(r.out.find("SPMD_STORE_PREFIX=spmd/none/1"), std::string::npos);
-  EXPECT_NE(r.err.find("attempt 0 failed"), std::string::npos);
+  EXPECT_NE(r.err.find("round 0 failed"), std::string::npos) << r.err;
 }
 
 TEST(Launcher, RestartsExhaustedReportsTheLastFailure) {
@@ -273,12 +309,41 @@ TEST(Launcher, BadFlagsExitTwoWithAClearMessage) {
       {{"--frobnicate", "x"}, "unknown flag --frobnicate"},
       {{"--nproc-per-node", "2"}, "no program given"},
       {{"--tee", "7", "x"}, "--tee 7"},
+      {{"--nproc-per-nod", "4", "x"}, "unknown flag --nproc-per-nod; did you mean --nproc-per-node?"},
+      {{"--nproc_per_nodes=4", "x"}, "unknown flag --nproc_per_nodes; did you mean --nproc_per_node?"},
+      {{"-nnodes", "2", "x"}, "unknown flag -nnodes; did you mean --nnodes?"},
   };
   for (const auto& c : cases) {
     Result r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.message;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
+}
+
+TEST(Launcher, VersionIsPrinted) {
+  Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("spmdrun (spmd) ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find('.'), std::string::npos) << r.out;
+}
+
+TEST(Launcher, ARendezvousThatWaitsSaysWhoIsMissing) {
+  // Node 0 of a static job and the first node of a c10d job, both alone: every few seconds
+  // each says who is there, who is missing and when it gives up.
+  Launch static0({"--nnodes", "2", "--node-rank", "0", "--master-port", std::to_string(free_port()),
+                  "--rdzv-id", "lonely", "--rdzv-conf", "join_timeout=6.5", print_env_path()});
+  Launch c10d0({"--nnodes", "2:3", "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(free_port()),
+                "--rdzv-id", "lonely", "--rdzv-conf", "join_timeout=6.5", print_env_path()});
+  Result rs = static0.finish(), rc = c10d0.finish();
+  EXPECT_NE(rs.err.find("spmdrun: static rendezvous of job 'lonely' at 127.0.0.1:"), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find(": waiting for every node: 1 of 2 nodes arrived ("), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find("); missing node ranks 1; timeout in "), std::string::npos) << rs.err;
+  EXPECT_NE(rs.err.find(" s (--rdzv-conf join_timeout=6.5)\n"), std::string::npos) << rs.err;
+  EXPECT_NE(rc.err.find("spmdrun: c10d rendezvous 'lonely' at 127.0.0.1:"), std::string::npos) << rc.err;
+  EXPECT_NE(rc.err.find(": waiting for 2 node(s) (--nnodes 2:3): 1 of 2 nodes arrived ("), std::string::npos) << rc.err;
+  EXPECT_NE(rs.err.find("timed out after 6 s"), std::string::npos) << rs.err;
+  EXPECT_EQ(rs.code, 1);
+  EXPECT_EQ(rc.code, 1);
 }
 
 TEST(Launcher, ProgramThatCannotStartExits127) {
@@ -297,8 +362,8 @@ TEST(Launcher, PetVariablesAreFlagDefaults) {
 }
 
 TEST(Launcher, TeeRedirectsAndRankFilter) {
-  char dir_template[] = "/tmp/spmdrun_test_XXXXXX";
-  std::string dir = mkdtemp(dir_template);
+  TempDir logs;
+  const std::string& dir = logs.path;
   Result r = run({"--nproc-per-node", "2", "--log-dir", dir, "--rdzv-id", "logs", "--redirects", "1",
                   "--tee", "0:2", "--local-ranks-filter", "0", print_env_path(), "--stderr", "to stderr"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -311,7 +376,8 @@ TEST(Launcher, TeeRedirectsAndRankFilter) {
   EXPECT_TRUE(err0.good());
   std::ifstream err1(dir + "/logs/attempt_0/1/stderr.log");
   EXPECT_FALSE(err1.good()) << "local rank 1 neither tees nor redirects stderr";
-  std::filesystem::remove_all(dir);
+  EXPECT_NE(text.find("TORCHELASTIC_ERROR_FILE=" + dir + "/logs/attempt_0/0/error.json"), std::string::npos)
+      << "with --log-dir, error files go there too: " << text;
 }
 
 std::string write_hostfile(const std::string& text) {

@@ -120,5 +120,17 @@ TEST(Hostfile, FormsAndErrors) {
   EXPECT_EQ(shell_quote("--x=1"), "--x=1");
 }
 
+TEST(Options, MistypedFlagsGetTheClosestSpelling) {
+  EXPECT_EQ(closest_flag("--nproc-per-nod"), "--nproc-per-node");
+  EXPECT_EQ(closest_flag("--nprocs-per-node"), "--nproc-per-node");
+  EXPECT_EQ(closest_flag("--nproc_per_nodes"), "--nproc_per_node");
+  EXPECT_EQ(closest_flag("--master-adr"), "--master-addr");
+  EXPECT_EQ(closest_flag("--rdzv-endpiont"), "--rdzv-endpoint");
+  EXPECT_EQ(closest_flag("--verison"), "--version");
+  EXPECT_EQ(closest_flag("--frobnicate"), "");
+  EXPECT_EQ(closest_flag("-x"), "") << "too short to guess";
+  EXPECT_THROW(parse({"--nnode", "2", "x"}), Error);
+}
+
 }  // namespace
 }  // namespace spmd::launcher

@@ -3,6 +3,8 @@
 //   --exit-rank R --exit-code C   rank R exits with C (only on attempt --on-attempt A if given)
 //   --kill-rank R                 rank R kills itself with SIGKILL
 //   --sleep-ms MS                 the others wait this long before exiting 0
+//   --sleep-if-world N            ... but only while WORLD_SIZE is N (elastic tests: the
+//                                 round with N processes runs until stopped, others end)
 //   --stderr TEXT                 every rank writes TEXT to stderr
 #include <signal.h>
 #include <unistd.h>
@@ -17,7 +19,7 @@ const char* kVars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
                        "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
                        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-                       "TORCHELASTIC_USE_AGENT_STORE", "NODE_RANK", "SPMD_STORE_ADDR",
+                       "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
                        "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "OMP_NUM_THREADS"};
 
 int env_int(const char* name) {
@@ -27,7 +29,7 @@ int env_int(const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int exit_rank = -1, exit_code = 0, kill_rank = -1, on_attempt = -1, sleep_ms = 0;
+  int exit_rank = -1, exit_code = 0, kill_rank = -1, on_attempt = -1, sleep_ms = 0, sleep_world = -1;
   const char* err_text = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     else if (a == "--kill-rank") kill_rank = std::atoi(argv[i + 1]);
     else if (a == "--on-attempt") on_attempt = std::atoi(argv[i + 1]);
     else if (a == "--sleep-ms") sleep_ms = std::atoi(argv[i + 1]);
+    else if (a == "--sleep-if-world") sleep_world = std::atoi(argv[i + 1]);
     else if (a == "--stderr") err_text = argv[i + 1];
   }
   std::string out = "PID=" + std::to_string(getpid()) + "\n";
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d failing on purpose with exit code %d\n", rank, exit_code);
     return exit_code;
   }
+  if (sleep_world >= 0 && env_int("WORLD_SIZE") != sleep_world) sleep_ms = 0;
   if (sleep_ms > 0) usleep(static_cast<useconds_t>(sleep_ms) * 1000);
   return 0;
 }

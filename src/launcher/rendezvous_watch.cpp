@@ -1,0 +1,121 @@
+// The watcher thread of a multi-node round (rendezvous_store.hpp): it waits for the round's
+// verdict ("over") in slices; between slices it publishes this node's heartbeat, checks the
+// other nodes' (a node whose spmdrun died or hangs fails the round), and, on an elastic job
+// below --nnodes MAX, looks for nodes waiting to join the next round (then the round ends
+// with "rejoin": every node stops its workers and the rendezvous runs again, with them).
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "launcher/plain_message.hpp"
+#include "launcher/rendezvous_store.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::launcher {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+struct StoreRendezvous::WatchedKeys {
+  std::string over, done, next_round_joined;
+  std::vector<std::string> beats, deads;
+  bool elastic = false;  // below --nnodes MAX: nodes may join
+};
+
+void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
+  stop_watcher();
+  round_ = round;
+  node_rank_ = node_rank;
+  nnodes_ = nnodes;
+  uint64_t drained = 0;
+  while (::read(stop_event_.get(), &drained, sizeof drained) > 0) {
+  }
+  watcher_quit_ = false;
+  {
+    std::lock_guard<std::mutex> lock(watcher_error_mu_);
+    watcher_error_.clear();
+    peer_lost_.clear();
+  }
+  // The watcher has its own connection: the main thread's client may be busy in a call.
+  std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
+  auto keys = std::make_shared<WatchedKeys>();
+  keys->over = key("over");
+  keys->done = key("done");
+  keys->next_round_joined = key_in(round + 1, "joined");
+  keys->elastic = nnodes < options_.max_nodes;
+  for (int r = 0; r < nnodes; ++r) {
+    keys->beats.push_back(key("beat" + std::to_string(r)));
+    keys->deads.push_back(key("dead" + std::to_string(r)));
+  }
+  watcher_ = std::thread([this, client, keys] { watch(*client, *keys); });
+}
+
+// The first other node whose heartbeat has stood still for peer_timeout ("" when none); that
+// node is marked dead<r> for the next round's rendezvous.
+std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& keys, std::vector<std::string>& last,
+                                            std::vector<Clock::time_point>& changed) {
+  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  for (size_t r = 0; r < keys.beats.size(); ++r) {
+    if (static_cast<int>(r) == node_rank_) continue;
+    std::string now = client.check({keys.beats[r]}) ? client.get_string(keys.beats[r]) : "";
+    if (now != last[r]) {
+      last[r] = now;
+      changed[r] = Clock::now();
+    } else if (Clock::now() - changed[r] > peer_timeout) {
+      client.set(keys.deads[r], std::string("1"));
+      return "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
+             seconds_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
+    }
+  }
+  return "";
+}
+
+void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
+  auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  auto slice = std::clamp(peer_timeout / 4, milliseconds(50), milliseconds(2000));
+  std::vector<std::string> last(keys.beats.size());
+  std::vector<Clock::time_point> changed(keys.beats.size(), Clock::now());
+  int64_t beat = 0;
+  while (!watcher_quit_) {
+    try {
+      client.set(keys.beats[static_cast<size_t>(node_rank_)], std::to_string(++beat));
+      client.wait({keys.over}, slice);
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) {
+        std::lock_guard<std::mutex> lock(watcher_error_mu_);
+        watcher_error_ = plain_message(e);
+        break;
+      }
+    }
+    try {
+      std::string lost = find_lost_peer(client, keys, last, changed);
+      if (!lost.empty()) {
+        std::lock_guard<std::mutex> lock(watcher_error_mu_);
+        peer_lost_ = lost;
+        break;
+      }
+      // torchrun's agents check num_nodes_waiting each monitor interval; here each slice. A
+      // round some node already finished is left to end (its workers are done).
+      int64_t waiting = keys.elastic ? client.add(keys.next_round_joined, 0) : 0;
+      if (waiting > 0 && client.add(keys.done, 0) == 0)
+        client.compare_set(keys.over, {}, to_bytes("rejoin|" + std::to_string(node_rank_) + "|0|" +
+                                                   std::to_string(waiting) + " node(s) waiting to join"));
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(watcher_error_mu_);
+      watcher_error_ = plain_message(e);
+      break;
+    }
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
+  (void)ignored;
+}
+
+void StoreRendezvous::stop_watcher() {
+  if (!watcher_.joinable()) return;
+  watcher_quit_ = true;
+  watcher_.join();  // ends within one wait slice at worst; at once once "over" is set
+}
+
+}  // namespace spmd::launcher
