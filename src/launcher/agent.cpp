@@ -11,12 +11,13 @@
 #include "common/deadline.hpp"
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "launcher/process_tree.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
+#include "transport/shm/segment.hpp"
 
 extern char** environ;
 
@@ -114,7 +115,7 @@ void AttemptRun::start_workers() {
     } catch (const Error& err) {
       outcome_.kind = AttemptOutcome::Kind::StartFailed;
       outcome_.exit_code = 127;
-      outcome_.message = plain_message(err);
+      outcome_.message = message_of(err);
       begin_stop(SIGTERM);
       return;
     }
@@ -230,7 +231,7 @@ bool AttemptRun::check_leftovers() {
   for (size_t i = 0; i < outcome_.leftovers.size(); ++i) list += (i ? "; " : "") + outcome_.leftovers[i];
   say("spmdrun: the workers on this node ended, but " + std::to_string(left.size()) +
       " process(es) they started still run: " + list + "; stopping them (SIGTERM, then SIGKILL after " +
-      seconds_text(o_.grace_period_s) + ")\n");
+      duration_text(o_.grace_period_s) + ")\n");
   begin_stop(SIGTERM);
   return false;
 }
@@ -303,6 +304,10 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
     for (auto& w : workers_)
       if (w.entry.global_rank == f.global_rank)
         f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
+  // A worker killed while its group was being made may have left a shared segment's name.
+  for (auto& w : workers_)
+    if (int n = shm::remove_segments_of(w.process.pid()))
+      SPMD_LOG(Info) << "spmdrun: removed " << n << " shared-memory segment(s) rank " << w.entry.global_rank << " left";
   return outcome_;
 }
 

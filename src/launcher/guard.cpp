@@ -13,7 +13,7 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "launcher/process_tree.hpp"
 #include "launcher/signals.hpp"
 #include "launcher/stream_pump.hpp"
@@ -63,7 +63,7 @@ void stop_leftovers(pid_t launcher, int launcher_status, int signal_fd, double g
   say("spmdrun: its launcher process (pid " + std::to_string(launcher) + ") " +
       describe_wait_status(launcher_status) + " and left " + std::to_string(left.size()) +
       " process(es) of the job running: " + list + "; stopping them (SIGTERM, then SIGKILL after " +
-      seconds_text(grace_period_s) + ")\n");
+      duration_text(grace_period_s) + ")\n");
   signal_descendants(self, SIGTERM);
   Deadline grace(std::chrono::milliseconds(static_cast<long long>(grace_period_s * 1000)));
   std::optional<int> ignored;

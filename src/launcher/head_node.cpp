@@ -13,7 +13,7 @@
 #include "launcher/guard.hpp"
 #include "launcher/hostfile.hpp"
 #include "launcher/net.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "launcher/signals.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"

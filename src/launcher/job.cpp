@@ -11,7 +11,7 @@
 #include "launcher/failure_report.hpp"
 #include "launcher/guard.hpp"
 #include "launcher/net.hpp"
-#include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"

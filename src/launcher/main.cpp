@@ -12,7 +12,7 @@
 #include "launcher/job.hpp"
 #include "launcher/options.hpp"
 #include "launcher/rank_table.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
@@ -73,7 +73,7 @@ int run_launcher(const Options& o) {
     set_omp_threads(o);
     return run_job(o);
   } catch (const spmd::Error& e) {
-    say("spmdrun: error: " + plain_message(e) + "\n");
+    say("spmdrun: error: " + message_of(e) + "\n");
     return e.kind() == spmd::ErrorKind::InvalidArgument ? 2 : 1;
   }
 }
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   try {
     parsed = parse_options(args, environment());
   } catch (const spmd::Error& e) {
-    say("spmdrun: error: " + plain_message(e) + "\nTry 'spmdrun --help' for every flag.\n");
+    say("spmdrun: error: " + message_of(e) + "\nTry 'spmdrun --help' for every flag.\n");
     return 2;
   }
   if (parsed.help) {
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     try {
       scratch.emplace(default_log_dir(o.rdzv_id));
     } catch (const spmd::Error& e) {
-      say("spmdrun: error: " + plain_message(e) + "\n");
+      say("spmdrun: error: " + message_of(e) + "\n");
       return 1;
     }
     o.log_dir = scratch->path();
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   try {
     return run_guarded([&o] { return run_launcher(o); }, o.grace_period_s);
   } catch (const spmd::Error& e) {
-    say("spmdrun: error: " + plain_message(e) + "\n");
+    say("spmdrun: error: " + message_of(e) + "\n");
     return 1;
   }
 }

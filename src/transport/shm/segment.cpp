@@ -1,5 +1,6 @@
 #include "transport/shm/segment.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -40,6 +41,18 @@ Layout::Layout(int n) : ranks(n) {
 }
 
 std::string segment_name_prefix(int pid) { return "/spmd." + std::to_string(pid) + "."; }
+
+int remove_segments_of(int pid) {
+  const std::string prefix = segment_name_prefix(pid).substr(1);
+  int removed = 0;
+  DIR* d = ::opendir("/dev/shm");
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d))
+    if (std::string(e->d_name).rfind(prefix, 0) == 0 && ::shm_unlink(("/" + std::string(e->d_name)).c_str()) == 0)
+      ++removed;
+  ::closedir(d);
+  return removed;
+}
 
 Segment::Segment(std::string name, int ranks, char* base, bool owner)
     : name_(std::move(name)), layout_(ranks), base_(base), linked_(owner) {}

@@ -119,8 +119,10 @@ class Segment {
   bool linked_ = false;  // we created the name and have not unlinked it yet
 };
 
-// Names of segments created by process `pid` ("/dev/shm/spmd.<pid>.*"), for clean-up by a
-// launcher after a crash.
+// Names of segments created by process `pid` ("/dev/shm/spmd.<pid>.*").
 std::string segment_name_prefix(int pid);
+// Removes what a dead process left in /dev/shm (a crash during group creation, before every
+// local rank mapped the segment); returns how many names it removed. For launchers.
+int remove_segments_of(int pid);
 
 }  // namespace spmd::shm

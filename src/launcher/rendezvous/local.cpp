@@ -1,10 +1,10 @@
 // The single-node rendezvous: nothing to agree on. spmdrun hosts its store (when built with
 // one) on a free loopback port and gives PyTorch a second free port, so two jobs on one
 // machine never collide.
-#include "launcher/rendezvous_local.hpp"
+#include "launcher/rendezvous/local.hpp"
 
 #include "launcher/net.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -49,7 +49,7 @@ void LocalRendezvous::start_store() {
   } catch (const Error& e) {
     std::string where = so.host + ":" + std::to_string(so.port);
     raise(ErrorKind::System, "spmdrun could not host its store on " + where + ": " +
-                                 reason_after(plain_message(e), where) +
+                                 reason_after(message_of(e), where) +
                                  "; pick another --master-port, or leave it out (a free port is chosen)");
   }
   store_addr_ = so.host;

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "launcher/plain_message.hpp"
-#include "launcher/rendezvous_store.hpp"
+#include "common/error_text.hpp"
+#include "launcher/rendezvous/store.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -64,7 +64,7 @@ std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& ke
     } else if (Clock::now() - changed[r] > peer_timeout) {
       client.set(keys.deads[r], std::string("1"));
       return "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
-             seconds_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
+             duration_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
     }
   }
   return "";
@@ -84,7 +84,7 @@ void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout) {
         std::lock_guard<std::mutex> lock(watcher_error_mu_);
-        watcher_error_ = plain_message(e);
+        watcher_error_ = message_of(e);
         break;
       }
     }
@@ -103,7 +103,7 @@ void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
                                                    std::to_string(waiting) + " node(s) waiting to join"));
     } catch (const Error& e) {
       std::lock_guard<std::mutex> lock(watcher_error_mu_);
-      watcher_error_ = plain_message(e);
+      watcher_error_ = message_of(e);
       break;
     }
   }

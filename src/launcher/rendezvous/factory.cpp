@@ -1,7 +1,7 @@
-#include "launcher/rendezvous.hpp"
-#include "launcher/rendezvous_c10d.hpp"
-#include "launcher/rendezvous_local.hpp"
-#include "launcher/rendezvous_static.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
+#include "launcher/rendezvous/c10d.hpp"
+#include "launcher/rendezvous/local.hpp"
+#include "launcher/rendezvous/static.hpp"
 
 namespace spmd::launcher {
 

@@ -3,7 +3,7 @@
 // each publishes its count, and global ranks follow from the counts of lower nodes.
 #pragma once
 
-#include "launcher/rendezvous_store.hpp"
+#include "launcher/rendezvous/store.hpp"
 
 namespace spmd::launcher {
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "launcher/rendezvous_store.hpp"
+#include "launcher/rendezvous/store.hpp"
 
 namespace spmd::launcher {
 

@@ -1,9 +1,9 @@
-#include "launcher/rendezvous_c10d.hpp"
+#include "launcher/rendezvous/c10d.hpp"
 
 #include <cstdlib>
 
 #include "launcher/net.hpp"
-#include "launcher/rendezvous_nodes.hpp"
+#include "launcher/rendezvous/nodes.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 

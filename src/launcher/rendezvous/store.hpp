@@ -30,7 +30,7 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
-#include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "spmd/store.hpp"
 
 namespace spmd::launcher {

@@ -1,4 +1,4 @@
-#include "launcher/rendezvous_nodes.hpp"
+#include "launcher/rendezvous/nodes.hpp"
 
 #include <cstdlib>
 

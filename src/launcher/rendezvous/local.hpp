@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "launcher/rendezvous.hpp"
+#include "launcher/rendezvous/rendezvous.hpp"
 #include "spmd/store.hpp"
 
 namespace spmd::launcher {

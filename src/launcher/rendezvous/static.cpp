@@ -1,9 +1,9 @@
-#include "launcher/rendezvous_static.hpp"
+#include "launcher/rendezvous/static.hpp"
 
 #include <cstdlib>
 
 #include "launcher/net.hpp"
-#include "launcher/rendezvous_nodes.hpp"
+#include "launcher/rendezvous/nodes.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {

@@ -1,4 +1,4 @@
-#include "launcher/rendezvous_store.hpp"
+#include "launcher/rendezvous/store.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,7 +11,7 @@
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
 #include "launcher/net.hpp"
-#include "launcher/plain_message.hpp"
+#include "common/error_text.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 
@@ -97,7 +97,7 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout || deadline.expired())
         raise(e.kind(), "spmdrun could not reach the launcher store at " + store_host_ + ":" +
-                            std::to_string(store_port_) + ": " + plain_message(e) +
+                            std::to_string(store_port_) + ": " + message_of(e) +
                             "; start the node that hosts it (node 0, or the --rdzv-endpoint host) "
                             "and check the address, port and firewall");
     }
@@ -117,7 +117,7 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
       std::string where = bind_host + ":" + std::to_string(port);
       raise(ErrorKind::System,
             "spmdrun (node 0) could not host the launcher store on " + where + ": " +
-                reason_after(plain_message(e), where) +
+                reason_after(message_of(e), where) +
                 "; pick a free --master-port (every node must give the same one), or stop "
                 "whatever holds that port (ss -ltnp 'sport = :" + std::to_string(port) + "')");
     }
@@ -181,7 +181,7 @@ void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const Cau
   try {
     publish_failure("fail", local.exit_code, cause);
   } catch (const Error& e) {
-    SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << plain_message(e);
+    SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << message_of(e);
   }
 }
 
@@ -251,7 +251,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
     v.ok = false;
     v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
     v.local_root = true;  // nobody else can report it
-    v.remote_cause = "lost the launcher store (" + plain_message(e) + ")";
+    v.remote_cause = "lost the launcher store (" + message_of(e) + ")";
     v.stop_job = true;
     return v;
   }
@@ -270,7 +270,7 @@ void StoreRendezvous::acknowledge(bool rejoin) {
   try {
     store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
   } catch (const Error& e) {
-    SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << plain_message(e);
+    SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << message_of(e);
   }
 }
 
@@ -293,7 +293,7 @@ void StoreRendezvous::finish(bool job_over) {
     wait_until([&] { return store_->check(acks); }, [&] { return acks.back(); }, deadline,
                "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
-    SPMD_LOG(Warn) << "spmdrun: " << plain_message(e);
+    SPMD_LOG(Warn) << "spmdrun: " << message_of(e);
   } catch (const Interrupted&) {
   }
 }
