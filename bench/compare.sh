@@ -30,11 +30,12 @@ out=""
 limit=300
 plot=1
 # Open MPI tuned for one host (see --help): no CMA, larger eager and fragment sizes.
-mpi_tuned="--mca btl_vader_single_copy_mechanism none --mca btl_vader_eager_limit 32768
-  --mca btl_vader_rndv_eager_limit 65536 --mca btl_vader_max_send_size 65536"
+mpi_tuned="--mca btl_vader_single_copy_mechanism none --mca btl_vader_eager_limit 32768"
+mpi_tuned+=" --mca btl_vader_rndv_eager_limit 65536 --mca btl_vader_max_send_size 65536"
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  local tuned_lines=${mpi_tuned// --mca/$'\n'                              --mca}
   cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
@@ -49,7 +50,7 @@ usage() {
                               (process_vm_readv) single copies for large messages, 4 KiB eager
                               limit, 32 KiB fragments
                    mpi-tuned  Open MPI's shared memory tuned for one host: --mca btl self,vader
-                              $(echo $mpi_tuned)
+                              $tuned_lines
                               i.e. no CMA (every message copied into and out of the shared
                               segment, in fragments small enough to stay in cache), messages up
                               to 32 KiB sent eagerly (default 4 KiB), a 64 KiB first fragment and
@@ -160,7 +161,7 @@ start=$(date +%s)
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
   echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
        "big_iters=$big_iters"
-  have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader" $mpi_tuned
+  have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader $mpi_tuned"
 } | tee -a "$log" >&2
 
 # Sizes from 16 MiB on run with fewer iterations (--big-iters, warmup 1): at P=4 one 64 MiB

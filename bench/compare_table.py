@@ -172,7 +172,10 @@ def main():
                          "peers with bimodal timings)")
     a = ap.parse_args()
 
-    times, wrong, copies = load(a.logs)
+    try:
+        times, wrong, copies = load(a.logs)
+    except OSError as e:
+        sys.exit(f"compare_table.py: cannot read {e.filename}: {e.strerror}")
     pick = min if a.best else statistics.median
     med = {k: pick(v) for k, v in times.items()}
     copy_med = {k: pick(v) for k, v in copies.items()}

@@ -11,6 +11,7 @@ are present (compare.sh's memcpy), the memory bound is a dashed line (compare_ta
 definition). Needs matplotlib (Debian's python3-matplotlib, for /usr/bin/python3).
 """
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -83,11 +84,12 @@ def main():
     ap.add_argument("-o", "--output", required=True, help="the PNG to write")
     ap.add_argument("--title", default="")
     a = ap.parse_args()
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:
         sys.exit("plot.py: matplotlib is missing (apt install python3-matplotlib; run with /usr/bin/python3)")
-    times, _, copies = load(a.inputs)
+    try:
+        times, _, copies = load(a.inputs)
+    except OSError as e:
+        sys.exit(f"plot.py: cannot read {e.filename}: {e.strerror}")
     med = {k: statistics.median(v) for k, v in times.items()}
     copy_med = {k: statistics.median(v) for k, v in copies.items()}
     panels = series(med, copy_med)
