@@ -43,8 +43,8 @@ usage() {
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer: proves that every
                  peer, column and the plot work (not a measurement)
   --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, mpi-tuned,
-                 memcpy, and spmd-tcp (spmd itself with SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0: TCP
-                 127.0.0.1 only)
+                 memcpy, and spmd-tcp (spmd itself with SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0
+                 SPMD_CMA=0: TCP 127.0.0.1 only)
                    mpi-tcp    Open MPI over TCP on loopback (--mca btl self,tcp)
                    mpi-shm    Open MPI's default shared memory (--mca btl self,vader): CMA
                               (process_vm_readv) single copies for large messages, 4 KiB eager
@@ -195,9 +195,9 @@ for ((rep = 1; rep <= reps; rep++)); do
     if [[ -x $build/bin/spmd-bench ]]; then
       # shellcheck disable=SC2046
       each_group spmd $(spmd_cmd "$p")
-      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no Unix sockets, no remote reads
+      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no shared memory, Unix sockets or remote reads
         # shellcheck disable=SC2046
-        each_group spmd-tcp env SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
+        each_group spmd-tcp env SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
       fi
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
