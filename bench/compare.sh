@@ -40,8 +40,8 @@ usage() {
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
-  --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer: proves that every
-                 peer, column and the plot work (not a measurement)
+  --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
+                 proves that every peer, column and the plot work (not a measurement)
   --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, mpi-tuned,
                  memcpy, and spmd-tcp (spmd itself with SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0
                  SPMD_CMA=0: TCP 127.0.0.1 only)
@@ -73,7 +73,7 @@ EOF
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; big_iters=3; shift ;;
-    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; big_iters=1; shift ;;
+    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; big_iters=1; spin=off; shift ;;
     --mpi-tuned) mpi_tuned=$2; shift 2 ;;
     --no-plot) plot=0; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
