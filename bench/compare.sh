@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs spmd-bench and the peers (Gloo, torch.distributed gloo, Open MPI over TCP and over
-# shared memory) side by side in one run, repetitions interleaved so that every
-# implementation sees the same machine, then prints the markdown comparison table
-# (bench/compare_table.py). Every run is under `timeout`; a missing peer is skipped.
+# Runs spmd-bench and the peers (Gloo, torch.distributed gloo, Open MPI over TCP, over its
+# default shared memory and tuned) and copy-bench (the memory bound) side by side in one run,
+# repetitions interleaved so that every implementation sees the same machine, then prints the
+# markdown comparison table (bench/compare_table.py) and draws busbw against size
+# (bench/plot.py). Every run is under `timeout`; a missing peer is skipped.
 #
-#   bench/compare.sh [--quick] [--build DIR] [--nprocs "2 4"] [--sizes 8,1K,64K,1M,16M,64M]
-#                    [--collectives all_reduce,broadcast,all_gather] [--reps N] [--iters N]
-#                    [--warmup N] [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm]
-#                    [--spin auto|on|off] [--out DIR] [--timeout SECONDS]
+#   bench/compare.sh [--quick | --smoke] [--build DIR] [--nprocs "2 4"]
+#                    [--sizes 8,1K,64K,1M,16M,64M] [--reps N] [--iters N] [--warmup N]
+#                    [--collectives all_reduce,broadcast,all_gather,reduce_scatter]
+#                    [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy]
+#                    [--mpi-tuned "MCA ARGS"] [--spin auto|on|off] [--out DIR]
+#                    [--timeout SECONDS] [--no-plot]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -16,24 +19,45 @@ args="$*"
 build=$root/build
 nprocs="2 4"
 sizes=8,1K,64K,1M,16M,64M
-collectives=all_reduce,broadcast,all_gather
+collectives=all_reduce,broadcast,all_gather,reduce_scatter
 reps=3
 iters=10
 warmup=3
 big_iters=4
-peers=gloo,torch-gloo,mpi-tcp,mpi-shm
+peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
 out=""
 limit=300
+plot=1
+# Open MPI tuned for one host (see --help): no CMA, larger eager and fragment sizes.
+mpi_tuned="--mca btl_vader_single_copy_mechanism none --mca btl_vader_eager_limit 32768"
+mpi_tuned+=" --mca btl_vader_rndv_eager_limit 65536 --mca btl_vader_max_send_size 65536"
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
-  cat <<'EOF'
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  local tuned_lines=${mpi_tuned// --mca/$'\n'                              --mca}
+  cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
-  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, and spmd-tcp
-                 (spmd itself with SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0: TCP 127.0.0.1 only)
+  --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
+                 proves that every peer, column and the plot work (not a measurement)
+  --peers LIST   any of gloo, gloo-ring, gloo-hd, torch-gloo, mpi-tcp, mpi-shm, mpi-tuned,
+                 memcpy, and spmd-tcp (spmd itself with SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0
+                 SPMD_CMA=0: TCP 127.0.0.1 only)
+                   mpi-tcp    Open MPI over TCP on loopback (--mca btl self,tcp)
+                   mpi-shm    Open MPI's default shared memory (--mca btl self,vader): CMA
+                              (process_vm_readv) single copies for large messages, 4 KiB eager
+                              limit, 32 KiB fragments
+                   mpi-tuned  Open MPI's shared memory tuned for one host: --mca btl self,vader
+                              $tuned_lines
+                              i.e. no CMA (every message copied into and out of the shared
+                              segment, in fragments small enough to stay in cache), messages up
+                              to 32 KiB sent eagerly (default 4 KiB), a 64 KiB first fragment and
+                              64 KiB pipeline fragments (default 32 KiB)
+                   memcpy     copy-bench: P processes memcpy the message size at once; the
+                              table's memory bound and spmd's share of it come from it
+  --mpi-tuned "ARGS"  replaces mpi-tuned's MCA settings above
   --spin MODE    auto (default), on or off (--no-spin = off). On this VM an idle CPU takes
                  a timer tick (~4 ms) to wake up, which hits implementations that sleep in
                  the kernel while they wait (Gloo, torch): "on" keeps the CPUs awake with one
@@ -41,13 +65,17 @@ usage() {
                  sched_yield() and then yields its CPU to the spinner for a whole time slice
                  (again ~4 ms). "auto" gives each its better condition: spinners for spmd,
                  Gloo and torch, none for Open MPI.
-  --out DIR      where raw.log and table.md go (default bench/results/compare-<time>)
+  --out DIR      where raw.log, table.md and busbw.png go (default bench/results/compare-<time>)
+  --no-plot      no busbw.png (it needs /usr/bin/python3 with matplotlib)
 EOF
 }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; big_iters=3; shift ;;
+    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; big_iters=1; spin=off; shift ;;
+    --mpi-tuned) mpi_tuned=$2; shift 2 ;;
+    --no-plot) plot=0; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --nprocs) nprocs=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
@@ -95,19 +123,21 @@ spin_for() {
 trap spin_stop EXIT
 trap 'exit 130' INT TERM
 
+failed_runs=()
 # run NAME CMD...: one benchmark run, its CSV rows appended to the log.
 run() {
   local name=$1; shift
   echo "  $name: $*" >&2
   # Each run in a session of its own, so that whatever it leaves behind (an mpirun that
   # crashed leaves its ranks polling forever) can be found by session id and stopped.
-  setsid timeout -k 10 "$limit" "$@" >> "$log" 2> "$out/$name.stderr" &
+  setsid timeout -k 10 "$limit" "$@" >> "$log" 2>> "$out/$name.stderr" &
   local sid=$! rc=0
   wait "$sid" || rc=$?
   pkill -KILL -s "$sid" 2>/dev/null
   if ((rc != 0)); then
     echo "compare.sh: $name failed (status $rc; 124 = timed out); its stderr ends with:" >&2
     tail -5 "$out/$name.stderr" >&2
+    failed_runs+=("$name")
   fi
   return 0
 }
@@ -131,6 +161,7 @@ start=$(date +%s)
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
   echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
        "big_iters=$big_iters"
+  have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader $mpi_tuned"
 } | tee -a "$log" >&2
 
 # Sizes from 16 MiB on run with fewer iterations (--big-iters, warmup 1): at P=4 one 64 MiB
@@ -164,9 +195,9 @@ for ((rep = 1; rep <= reps; rep++)); do
     if [[ -x $build/bin/spmd-bench ]]; then
       # shellcheck disable=SC2046
       each_group spmd $(spmd_cmd "$p")
-      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no Unix sockets, no remote reads
+      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no shared memory, Unix sockets or remote reads
         # shellcheck disable=SC2046
-        each_group spmd-tcp env SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
+        each_group spmd-tcp env SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
       fi
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
@@ -188,17 +219,36 @@ for ((rep = 1; rep <= reps; rep++)); do
     if have mpi-shm && [[ -x $build/bin/mpi-bench ]]; then
       each_group mpi-shm "${mpirun_base[@]}" -np "$p" --mca btl self,vader "$build/bin/mpi-bench" --name mpi-shm
     fi
+    if have mpi-tuned && [[ -x $build/bin/mpi-bench ]]; then
+      # shellcheck disable=SC2086  # the MCA settings are words
+      each_group mpi-tuned "${mpirun_base[@]}" -np "$p" --mca btl self,vader $mpi_tuned "$build/bin/mpi-bench" \
+        --name mpi-tuned
+    fi
+    if have memcpy && [[ -x $build/bin/copy-bench ]]; then  # the memory bound, in the same conditions
+      run memcpy "$build/bin/copy-bench" -p "$p" -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header
+    fi
   done
 done
 
 echo "# took $(($(date +%s) - start)) s; load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log" >&2
 {
   echo "Command: bench/compare.sh $args"
-  grep '^# compare.sh\|^# nprocs\|^# took' "$log"
+  grep '^# compare.sh\|^# nprocs\|^# mpi-tuned\|^# took' "$log"
   echo
   python3 "$here/compare_table.py" --spread --peers "$peers" "$log"
 } > "$out/table.md"
 status=$?
 cat "$out/table.md"
-echo "(raw rows: $log; table: $out/table.md)" >&2
+if ((plot)); then
+  if "$python" -c 'import matplotlib' 2>/dev/null; then
+    "$python" "$here/plot.py" "$log" -o "$out/busbw.png" >&2 || status=1
+  else
+    echo "compare.sh: no plot ($python has no matplotlib: scripts/install-deps.sh installs python3-matplotlib)" >&2
+  fi
+fi
+echo "(raw rows: $log; table: $out/table.md$( ((plot)) && [[ -s $out/busbw.png ]] && echo "; plot: $out/busbw.png"))" >&2
+if ((${#failed_runs[@]} > 0)); then
+  echo "compare.sh: ${#failed_runs[@]} run(s) failed: ${failed_runs[*]} (their stderr is in $out/<name>.stderr)" >&2
+  status=1
+fi
 exit $status

@@ -10,8 +10,9 @@ core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchma
 # multi-node (network namespace) and no-orphan tests; PyTorch for interop tests; LibTorch
 # (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter.
 tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev)
-# Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd.
-bench=(openmpi-bin libopenmpi-dev)
+# Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd; matplotlib for
+# bench/plot.py (spmd-bench --plot, compare.sh's busbw.png and its ctest smoke test).
+bench=(openmpi-bin libopenmpi-dev python3-matplotlib)
 
 want=("${core[@]}")
 if [[ "${1:-}" != "--core-only" ]]; then want+=("${tests[@]}" "${bench[@]}"); fi

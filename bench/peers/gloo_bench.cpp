@@ -18,6 +18,7 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -32,7 +33,8 @@ const char* kUsage =
     "gloo-bench: Gloo's collectives over TCP on 127.0.0.1, in spmd-bench's table format.\n"
     "\n"
     "Usage: bench/peers/spawn.sh P gloo-bench [options]   (needs RANK, WORLD_SIZE, GLOO_STORE_DIR)\n"
-    "Collectives: all_reduce, broadcast, all_gather (f32, sum).\n"
+    "Collectives: all_reduce, broadcast, all_gather, reduce_scatter (f32, sum; reduce_scatter is\n"
+    "Gloo's ReduceScatterHalvingDoubling, which leaves the rank's block at the start of its input).\n"
     "Extra options:\n"
     "  --algo A        all_reduce algorithm: default (gloo::allreduce), ring, hd (default: default)\n"
     "  --store-dir D   rendezvous directory (default: $GLOO_STORE_DIR)\n"
@@ -63,6 +65,12 @@ class GlooComm {
   // The legacy algorithms bind their buffers at construction: build them once per size.
   void prepare(const std::string& collective, float* in, float*, size_t n) {
     legacy_.reset();
+    if (collective == "reduce_scatter") {  // Gloo's only reduce-scatter, whatever --algo says
+      std::vector<int> per_rank(static_cast<size_t>(size()), static_cast<int>(n));
+      legacy_ = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
+          context_, std::vector<float*>{in}, static_cast<int>(n) * size(), per_rank);
+      return;
+    }
     if (collective != "all_reduce") return;
     if (algo_ == "ring")
       legacy_ = std::make_unique<gloo::AllreduceRing<float>>(context_, std::vector<float*>{in}, static_cast<int>(n));
@@ -94,6 +102,12 @@ class GlooComm {
     opts.setInput(const_cast<float*>(in), n);
     opts.setOutput(out, n * static_cast<size_t>(size()));
     gloo::allgather(opts);
+  }
+
+  // Built by prepare(); the result is this rank's block, moved to the start of `in`.
+  const float* reduce_scatter(float*, float* in, size_t) {
+    legacy_->run();
+    return in;
   }
 
   double max_over_ranks(double v) { return reduce_double(v, &gloo::max<double>); }
@@ -134,7 +148,7 @@ int main(int argc, char** argv) {
       return 2;
     };
     if (!bench::parse_args(argc, argv, o, kUsage, extra)) return 0;
-    peers::check_supported(o);
+    peers::check_supported<GlooComm>(o);
     if (o.algo != "default" && o.algo != "ring" && o.algo != "hd")
       throw std::invalid_argument("--algo must be default, ring or hd");
     if (o.impl.empty()) o.impl = o.algo == "default" ? "gloo" : "gloo-" + o.algo;

@@ -1,4 +1,5 @@
-// mpi-bench: Open MPI's MPI_Allreduce / MPI_Bcast / MPI_Allgather in spmd-bench's table format.
+// mpi-bench: Open MPI's MPI_Allreduce / MPI_Bcast / MPI_Allgather / MPI_Reduce_scatter_block in
+// spmd-bench's table format.
 //
 //   mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp
 //          --mca oob_tcp_if_include lo build/bin/mpi-bench -c all_reduce --name mpi-tcp
@@ -19,7 +20,7 @@ const char* kUsage =
     "mpi-bench: Open MPI's collectives in spmd-bench's table format.\n"
     "\n"
     "Usage: mpirun [--allow-run-as-root --oversubscribe] -np P mpi-bench [options]\n"
-    "Collectives: all_reduce, broadcast, all_gather (f32, sum).\n"
+    "Collectives: all_reduce, broadcast, all_gather, reduce_scatter (f32, sum).\n"
     "Extra options:\n"
     "  --name N        name in the CSV's impl column (default mpi)";
 
@@ -38,6 +39,10 @@ class MpiComm {
   void broadcast(float* buf, size_t n, int root) { MPI_Bcast(buf, static_cast<int>(n), MPI_FLOAT, root, MPI_COMM_WORLD); }
   void all_gather(float* out, const float* in, size_t n) {
     MPI_Allgather(in, static_cast<int>(n), MPI_FLOAT, out, static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
+  }
+  const float* reduce_scatter(float* out, float* in, size_t n) {
+    MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    return out;
   }
   double max_over_ranks(double v) { return reduce(v, MPI_MAX); }
   double sum_over_ranks(double v) { return reduce(v, MPI_SUM); }
@@ -66,7 +71,7 @@ int main(int argc, char** argv) {
       return 2;
     };
     if (bench::parse_args(argc, argv, o, kUsage, extra)) {
-      peers::check_supported(o);
+      peers::check_supported<MpiComm>(o);
       MpiComm comm;
       status = peers::run_all(comm, o, ("mpi-bench (" + o.impl + ")").c_str());
     }

@@ -5,10 +5,13 @@
 //   void all_reduce(float* buf, size_t n)              (sum, in place)
 //   void broadcast(float* buf, size_t n, int root)
 //   void all_gather(float* out, const float* in, size_t n)   (out holds size() * n)
+//   const float* reduce_scatter(float* out, float* in, size_t n)  (sum; in holds size() * n;
+//       returns where this rank's n results are: out, or in if the library leaves them there)
 //   void prepare(const std::string& collective, float* in, float* out, size_t n)  (optional set-up per size)
 //   double max_over_ranks(double) / double sum_over_ranks(double) / void barrier()
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,10 +26,85 @@ namespace peers {
 inline float data_value(int source, size_t i) { return static_cast<float>((static_cast<size_t>(source) * 7 + i) % 61); }
 inline float sum_input(int rank, size_t i) { return static_cast<float>(rank % 8 + 1) + static_cast<float>(i % 5); }
 
-inline void check_supported(const bench::Options& o) {
-  for (const auto& c : bench::collective_list(o.collective))
-    if (c != "all_reduce" && c != "broadcast" && c != "all_gather")
-      throw std::invalid_argument("peer benchmarks run all_reduce, broadcast and all_gather only, not '" + c + "'");
+// One size of one collective: the buffers (sized by bench::Shape) and where the result is.
+struct PeerCase {
+  int rank, size, root;
+  size_t count;  // elements per rank
+  std::vector<float> in, out;
+  const float* result = nullptr;  // reduce_scatter: this rank's block (a peer may leave it in `in`)
+};
+
+inline float reduced_sum(int size, size_t i) {
+  float want = 0;
+  for (int r = 0; r < size; ++r) want += sum_input(r, i);
+  return want;
+}
+inline double wrong_sum(float got, float want) { return std::fabs(got - want) > 1e-5f * std::fabs(want) ? 1 : 0; }
+
+// A row per collective: fill the input (outputs get 99, never a right value), run, count wrong.
+template <typename Comm>
+struct PeerCode {
+  const char* name;
+  void (*fill)(PeerCase&);
+  void (*run)(Comm&, PeerCase&);
+  double (*wrong)(const PeerCase&);
+};
+
+template <typename Comm>
+const PeerCode<Comm>& peer_code(const std::string& collective) {
+  static const PeerCode<Comm> table[] = {
+      {"all_reduce",
+       [](PeerCase& c) {
+         for (size_t i = 0; i < c.count; ++i) c.in[i] = sum_input(c.rank, i);
+       },
+       [](Comm& comm, PeerCase& c) { comm.all_reduce(c.in.data(), c.count); },
+       [](const PeerCase& c) {
+         double bad = 0;
+         for (size_t i = 0; i < c.count; ++i) bad += wrong_sum(c.in[i], reduced_sum(c.size, i));
+         return bad;
+       }},
+      {"broadcast",
+       [](PeerCase& c) {
+         for (size_t i = 0; i < c.count; ++i) c.in[i] = c.rank == c.root ? data_value(c.root, i) : 99.0f;
+       },
+       [](Comm& comm, PeerCase& c) { comm.broadcast(c.in.data(), c.count, c.root); },
+       [](const PeerCase& c) {
+         double bad = 0;
+         for (size_t i = 0; i < c.count; ++i) bad += c.in[i] != data_value(c.root, i);
+         return bad;
+       }},
+      {"all_gather",
+       [](PeerCase& c) {
+         for (size_t i = 0; i < c.count; ++i) c.in[i] = data_value(c.rank, i);
+       },
+       [](Comm& comm, PeerCase& c) { comm.all_gather(c.out.data(), c.in.data(), c.count); },
+       [](const PeerCase& c) {
+         double bad = 0;
+         for (size_t j = 0; j < c.out.size(); ++j) bad += c.out[j] != data_value(static_cast<int>(j / c.count), j % c.count);
+         return bad;
+       }},
+      {"reduce_scatter",
+       [](PeerCase& c) {
+         for (size_t i = 0; i < c.in.size(); ++i) c.in[i] = sum_input(c.rank, i);
+       },
+       [](Comm& comm, PeerCase& c) { c.result = comm.reduce_scatter(c.out.data(), c.in.data(), c.count); },
+       [](const PeerCase& c) {
+         double bad = 0;
+         size_t first = static_cast<size_t>(c.rank) * c.count;
+         for (size_t i = 0; i < c.count; ++i) bad += wrong_sum(c.result[i], reduced_sum(c.size, first + i));
+         return bad;
+       }},
+  };
+  for (const auto& row : table)
+    if (collective == row.name) return row;
+  throw std::invalid_argument("peer benchmarks run all_reduce, broadcast, all_gather and reduce_scatter only, not '" +
+                              collective + "'");
+}
+
+// Throws std::invalid_argument for a request a peer cannot run: another collective, dtype or op.
+template <typename Comm>
+void check_supported(const bench::Options& o) {
+  for (const auto& c : bench::collective_list(o.collective)) peer_code<Comm>(c);
   if (o.dtype != "f32" && o.dtype != "float32") throw std::invalid_argument("peer benchmarks run --dtype f32 only");
   if (o.op != "sum" && o.op != "Sum") throw std::invalid_argument("peer benchmarks run --op sum only");
 }
@@ -34,62 +112,39 @@ inline void check_supported(const bench::Options& o) {
 template <typename Comm>
 bench::Row run_size(Comm& comm, const bench::Options& o, size_t bytes) {
   using Clock = std::chrono::steady_clock;
-  const int n = comm.size(), rank = comm.rank();
-  const size_t count = bench::elements_per_rank(o.collective, bytes, sizeof(float), n);
-  const bool gather = o.collective == "all_gather";
-  std::vector<float> in(count), out(gather ? count * static_cast<size_t>(n) : 0);
-
+  const int n = comm.size();
+  const bench::Shape& shape = bench::shape_of(o.collective);
+  const PeerCode<Comm>& code = peer_code<Comm>(o.collective);
+  PeerCase c{comm.rank(), n, o.root, bench::elements_per_rank(o.collective, bytes, sizeof(float), n), {}, {}};
+  c.in.resize(c.count * bench::blocks(shape.in, n));
+  c.out.resize(c.count * bench::blocks(shape.out, n));
   auto fill = [&] {
-    for (size_t i = 0; i < count; ++i) {
-      if (o.collective == "all_reduce") in[i] = sum_input(rank, i);
-      else if (o.collective == "broadcast") in[i] = rank == o.root ? data_value(o.root, i) : 99.0f;
-      else in[i] = data_value(rank, i);
-    }
-    for (auto& x : out) x = 99.0f;
-  };
-  auto run = [&] {
-    if (o.collective == "all_reduce") comm.all_reduce(in.data(), count);
-    else if (o.collective == "broadcast") comm.broadcast(in.data(), count, o.root);
-    else comm.all_gather(out.data(), in.data(), count);
-  };
-  auto wrong = [&] {
-    double bad = 0;
-    for (size_t i = 0; i < count; ++i) {
-      if (o.collective == "all_reduce") {
-        float want = 0;
-        for (int r = 0; r < n; ++r) want += sum_input(r, i);
-        bad += std::fabs(in[i] - want) > 1e-5f * std::fabs(want);
-      } else if (o.collective == "broadcast") {
-        bad += in[i] != data_value(o.root, i);
-      } else {
-        for (int g = 0; g < n; ++g) bad += out[static_cast<size_t>(g) * count + i] != data_value(g, i);
-      }
-    }
-    return bad;
+    code.fill(c);
+    std::fill(c.out.begin(), c.out.end(), 99.0f);
   };
 
-  comm.prepare(o.collective, in.data(), out.data(), count);
+  comm.prepare(o.collective, c.in.data(), c.out.data(), c.count);
   fill();
-  run();
-  double bad = comm.sum_over_ranks(wrong());
+  code.run(comm, c);
+  double bad = comm.sum_over_ranks(code.wrong(c));
   fill();
-  for (int i = 0; i < o.warmup; ++i) run();
+  for (int i = 0; i < o.warmup; ++i) code.run(comm, c);
   comm.barrier();
   std::vector<double> times;
   for (int i = 0; i < o.iters; ++i) {
     auto t0 = Clock::now();
-    run();
+    code.run(comm, c);
     times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
 
   bench::Row r;
   r.collective = o.collective;
   r.nranks = n;
-  r.count = count;
-  r.bytes = bench::reported_bytes(o.collective, count, sizeof(float), n);
+  r.count = c.count;
+  r.bytes = bench::reported_bytes(o.collective, c.count, sizeof(float), n);
   r.dtype = "f32";
-  r.op = o.collective == "all_reduce" ? "Sum" : "-";
-  r.root = o.collective == "broadcast" ? o.root : -1;
+  r.op = shape.reduction ? "Sum" : "-";
+  r.root = shape.rooted ? o.root : -1;
   r.time_us = comm.max_over_ranks(bench::median(times));
   r.wrong = static_cast<int64_t>(bad);
   return r;

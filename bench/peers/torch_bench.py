@@ -9,6 +9,9 @@ With --nproc P it starts P copies of itself with RANK, WORLD_SIZE, MASTER_ADDR=1
 free MASTER_PORT (torchrun 1.13 on Python 3.11 needs --redirects/--tee workarounds, see
 ANCHORS.md); without --nproc it expects those variables (e.g. from spmdrun or torchrun).
 Like spmd-bench it verifies each size first, then reports the slowest rank's median time.
+torch 1.13's gloo backend has no reduce_scatter ("ProcessGroupGloo does not support
+reduce_scatter"), so reduce_scatter here is what a torch user does instead: all_reduce of the
+whole input, then the rank's block copied out.
 """
 import argparse
 import os
@@ -48,7 +51,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-c", "--collective", default="all_reduce",
-                   help="comma-separated list of all_reduce, broadcast, all_gather")
+                   help="comma-separated list of all_reduce, broadcast, all_gather, reduce_scatter")
     p.add_argument("-b", "--min-bytes", default="8")
     p.add_argument("-e", "--max-bytes", default="64M")
     p.add_argument("-f", "--step-factor", type=float, default=2.0)
@@ -110,32 +113,41 @@ def spawn(a, argv):
 def run_size(dist, torch, a, coll, bytes_):
     n, rank = dist.get_world_size(), dist.get_rank()
     count = max(bytes_ // 4 // (n if coll in SPLIT else 1), 1)
-    idx = torch.arange(count, dtype=torch.int64)
+    idx = torch.arange(count * (n if coll == "reduce_scatter" else 1), dtype=torch.int64)
     data = lambda src: ((src * 7 + idx) % 61).float()  # same pattern as spmd-bench
-    buf = torch.empty(count)
+    sum_input = lambda r: (r % 8 + 1) + (idx % 5).float()
+    buf = torch.empty(len(idx))
     outs = [torch.empty(count) for _ in range(n)]
+    out = torch.empty(count)
 
     def fill():
-        if coll == "all_reduce":
-            buf.copy_((rank % 8 + 1) + (idx % 5).float())
+        if coll in ("all_reduce", "reduce_scatter"):
+            buf.copy_(sum_input(rank))
         elif coll == "broadcast":
             buf.copy_(data(a.root) if rank == a.root else torch.full((count,), 99.0))
         else:
             buf.copy_(data(rank))
+        out.fill_(99.0)
 
     def run():
         if coll == "all_reduce":
             dist.all_reduce(buf)
         elif coll == "broadcast":
             dist.broadcast(buf, a.root)
-        else:
+        elif coll == "all_gather":
             dist.all_gather(outs, buf)
+        else:  # reduce_scatter, which gloo lacks: all_reduce, then this rank's block
+            dist.all_reduce(buf)
+            out.copy_(buf[rank * count:(rank + 1) * count])
 
     fill()
     run()
-    if coll == "all_reduce":
-        want = sum((r % 8 + 1) + (idx % 5).float() for r in range(n))
-        wrong = int((buf - want).abs().gt(1e-5 * want.abs()).sum())
+    if coll in ("all_reduce", "reduce_scatter"):
+        want = sum(sum_input(r) for r in range(n))
+        got = buf
+        if coll == "reduce_scatter":
+            want, got = want[rank * count:(rank + 1) * count], out
+        wrong = int((got - want).abs().gt(1e-5 * want.abs()).sum())
     elif coll == "broadcast":
         wrong = int(buf.ne(data(a.root)).sum())
     else:
@@ -170,14 +182,15 @@ def main(argv):
 
     colls = [c for c in a.collective.split(",") if c]
     for c in colls:
-        if c not in ("all_reduce", "broadcast", "all_gather"):
-            sys.exit(f"torch_bench.py: unsupported collective '{c}' (all_reduce, broadcast, all_gather)")
+        if c not in ("all_reduce", "broadcast", "all_gather", "reduce_scatter"):
+            sys.exit(f"torch_bench.py: unsupported collective '{c}' (all_reduce, broadcast, all_gather, "
+                     "reduce_scatter)")
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=a.timeout))
     n, rank = dist.get_world_size(), dist.get_rank()
     failures = 0
     for i, coll in enumerate(colls):
         root = str(a.root) if coll == "broadcast" else "-"
-        op = "Sum" if coll == "all_reduce" else "-"
+        op = "Sum" if coll in ("all_reduce", "reduce_scatter") else "-"
         if rank == 0:
             if a.csv:
                 if not a.no_header and i == 0:

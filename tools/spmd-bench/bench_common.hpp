@@ -1,6 +1,6 @@
 // What spmd-bench and the peer benchmarks (bench/peers/) share: the command line, the list of
-// sizes, nccl-tests' bandwidth factors and the one table/CSV format they all print, so their
-// outputs can be compared line by line (bench/compare.sh reads the CSV).
+// sizes, the collectives' shapes (collective_shape.hpp) and the one table/CSV format they all
+// print, so their outputs can be compared line by line (bench/compare.sh reads the CSV).
 // Header-only and free of spmd: the Gloo and MPI peers include it without linking spmd.
 #pragma once
 
@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "collective_shape.hpp"
 
 namespace bench {
 
@@ -142,41 +144,6 @@ inline std::vector<size_t> size_list(const Options& o) {
   return out;
 }
 
-// The number of elements each rank contributes, nccl-tests style: `bytes` is the size of the
-// largest buffer of the operation (all_gather/gather output, reduce_scatter/scatter input, the
-// all_to_all buffer), rounded down to whole elements per rank, at least one.
-inline size_t elements_per_rank(const std::string& collective, size_t bytes, size_t elem, int nranks) {
-  bool split = collective == "all_gather" || collective == "reduce_scatter" || collective == "all_to_all" ||
-               collective == "gather" || collective == "scatter";
-  size_t count = bytes / elem;
-  if (split) count /= static_cast<size_t>(nranks);
-  return std::max<size_t>(count, 1);
-}
-
-// Total bytes the table reports for a given per-rank element count (inverse of the above).
-inline size_t reported_bytes(const std::string& collective, size_t count, size_t elem, int nranks) {
-  bool split = collective == "all_gather" || collective == "reduce_scatter" || collective == "all_to_all" ||
-               collective == "gather" || collective == "scatter";
-  return count * elem * (split ? static_cast<size_t>(nranks) : 1);
-}
-
-// nccl-tests' bus bandwidth factors: busbw = algbw * factor, comparable to the link speed.
-inline double busbw_factor(const std::string& collective, int n) {
-  double nd = n;
-  if (collective == "all_reduce") return 2.0 * (nd - 1) / nd;
-  if (collective == "all_gather" || collective == "reduce_scatter" || collective == "all_to_all" ||
-      collective == "gather" || collective == "scatter")
-    return (nd - 1) / nd;
-  return 1.0;  // broadcast, reduce, sendrecv
-}
-
-inline bool is_rooted(const std::string& c) {
-  return c == "broadcast" || c == "reduce" || c == "gather" || c == "scatter";
-}
-inline bool is_reduction(const std::string& c) {
-  return c == "all_reduce" || c == "reduce" || c == "reduce_scatter";
-}
-
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -196,11 +163,13 @@ struct Row {
   int64_t wrong = 0;   // wrong elements summed over ranks
 };
 
+inline constexpr const char* kCsvHeader =
+    "impl,collective,nranks,size_bytes,count,dtype,op,root,time_us,algbw_gbs,busbw_gbs,wrong";
+
 // Prints the table head (or, with --csv, the column names once: pass first=false after that).
 inline void print_header(const Options& o, int nranks, const char* impl_label, bool first = true) {
   if (o.csv) {
-    if (o.csv_header && first)
-      std::printf("impl,collective,nranks,size_bytes,count,dtype,op,root,time_us,algbw_gbs,busbw_gbs,wrong\n");
+    if (o.csv_header && first) std::printf("%s\n", kCsvHeader);
   } else {
     std::printf("# %s  collective=%s  nranks=%d  iters=%d  warmup=%d\n", impl_label, o.collective.c_str(), nranks,
                 o.iters, o.warmup);
@@ -212,18 +181,31 @@ inline void print_header(const Options& o, int nranks, const char* impl_label, b
   std::fflush(stdout);
 }
 
-inline void print_row(const Options& o, const Row& r) {
+inline double algbw_gbs(const Row& r) {
   double sec = r.time_us * 1e-6;
-  double algbw = sec > 0 ? static_cast<double>(r.bytes) / sec / 1e9 : 0;
-  double busbw = algbw * busbw_factor(r.collective, r.nranks);
+  return sec > 0 ? static_cast<double>(r.bytes) / sec / 1e9 : 0;
+}
+
+// One CSV row (no newline), `impl` in the first column.
+inline std::string csv_row(const std::string& impl, const Row& r) {
+  double algbw = algbw_gbs(r);
   std::string root = r.root < 0 ? "-" : std::to_string(r.root);
+  char line[512];
+  std::snprintf(line, sizeof line, "%s,%s,%d,%zu,%zu,%s,%s,%s,%.3f,%.4f,%.4f,%lld", impl.c_str(), r.collective.c_str(),
+                r.nranks, r.bytes, r.count, r.dtype.c_str(), r.op.c_str(), root.c_str(), r.time_us, algbw,
+                algbw * busbw_factor(r.collective, r.nranks), static_cast<long long>(r.wrong));
+  return line;
+}
+
+inline void print_row(const Options& o, const Row& r) {
   if (o.csv) {
-    std::printf("%s,%s,%d,%zu,%zu,%s,%s,%s,%.3f,%.4f,%.4f,%lld\n", o.impl.c_str(), r.collective.c_str(), r.nranks,
-                r.bytes, r.count, r.dtype.c_str(), r.op.c_str(), root.c_str(), r.time_us, algbw, busbw,
-                static_cast<long long>(r.wrong));
+    std::printf("%s\n", csv_row(o.impl, r).c_str());
   } else {
+    double algbw = algbw_gbs(r);
+    std::string root = r.root < 0 ? "-" : std::to_string(r.root);
     std::printf(" %13zu %12zu %6s %6s %5s %12.2f %11.3f %11.3f %7lld\n", r.bytes, r.count, r.dtype.c_str(),
-                r.op.c_str(), root.c_str(), r.time_us, algbw, busbw, static_cast<long long>(r.wrong));
+                r.op.c_str(), root.c_str(), r.time_us, algbw, algbw * busbw_factor(r.collective, r.nranks),
+                static_cast<long long>(r.wrong));
   }
   std::fflush(stdout);
 }

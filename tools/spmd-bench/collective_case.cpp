@@ -1,240 +1,156 @@
 #include "collective_case.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <iterator>
 #include <stdexcept>
+
+#include "collective_shape.hpp"
 
 namespace spmd_bench {
 namespace {
 
-using spmd::DType;
 using spmd::ReduceOp;
+using spmd::TensorView;
 
-// Element i of view v as a double (every dtype's values here are small integers, or averages
-// of them, so a double holds them exactly).
-double load(const spmd::TensorView& v, size_t i) {
-  switch (v.dtype) {
-    case DType::F32: return v.as<float>()[i];
-    case DType::F64: return v.as<double>()[i];
-    case DType::F16: return static_cast<float>(v.as<spmd::half>()[i]);
-    case DType::BF16: return static_cast<float>(v.as<spmd::bfloat16>()[i]);
-    case DType::I8: return v.as<int8_t>()[i];
-    case DType::U8: return v.as<uint8_t>()[i];
-    case DType::I32: return v.as<int32_t>()[i];
-    case DType::I64: return static_cast<double>(v.as<int64_t>()[i]);
-  }
-  return 0;
+template <typename Value>
+void fill_with(const TensorView& v, Value value) {
+  for (size_t i = 0; i < v.count; ++i) store(v, i, value(i));
 }
 
-void store(const spmd::TensorView& v, size_t i, double x) {
-  switch (v.dtype) {
-    case DType::F32: v.as<float>()[i] = static_cast<float>(x); break;
-    case DType::F64: v.as<double>()[i] = x; break;
-    case DType::F16: v.as<spmd::half>()[i] = spmd::half(static_cast<float>(x)); break;
-    case DType::BF16: v.as<spmd::bfloat16>()[i] = spmd::bfloat16(static_cast<float>(x)); break;
-    case DType::I8: v.as<int8_t>()[i] = static_cast<int8_t>(x); break;
-    case DType::U8: v.as<uint8_t>()[i] = static_cast<uint8_t>(x); break;
-    case DType::I32: v.as<int32_t>()[i] = static_cast<int32_t>(x); break;
-    case DType::I64: v.as<int64_t>()[i] = static_cast<int64_t>(x); break;
-  }
+void poison(const TensorView& v) {
+  fill_with(v, [](size_t) { return kPoison; });
 }
 
-// Data that is only moved (broadcast, gathers, all_to_all): distinct per source, fits i8 and
-// is exact in bf16.
-double data_value(int source, size_t i) { return static_cast<double>((static_cast<size_t>(source) * 7 + i) % 61); }
-
-// Reduction inputs, chosen per operator so that the exact result fits every dtype:
-// Prod multiplies one 2 with ones; Sum/Avg stay below 128 for up to 8 ranks.
-double reduce_input(ReduceOp op, int rank, int size, size_t i) {
-  switch (op) {
-    case ReduceOp::Prod: return static_cast<int>(i % static_cast<size_t>(size)) == rank ? 2 : 1;
-    case ReduceOp::Min:
-    case ReduceOp::Max: return static_cast<double>((static_cast<size_t>(rank) * 3 + i) % 7);
-    case ReduceOp::BitAnd:
-    case ReduceOp::BitOr:
-    case ReduceOp::BitXor: return static_cast<double>((static_cast<size_t>(rank) * 5 + i * 3) % 64);
-    default: return static_cast<double>(rank % 8 + 1) + static_cast<double>(i % 5);
-  }
+// Wrong elements of v against want(i).
+template <typename Want>
+int64_t wrong_in(const CaseData& d, const TensorView& v, Want want) {
+  int64_t wrong = 0;
+  for (size_t i = 0; i < v.count; ++i) wrong += close_enough(d.dtype, load(v, i), want(i)) ? 0 : 1;
+  return wrong;
 }
 
-bool close_enough(DType t, double got, double want) {
-  if (spmd::dtype_is_integer(t)) return got == want;
-  double tol = t == DType::F16 ? 2e-3 : t == DType::BF16 ? 1e-2 : 1e-5;
-  return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
+// Block g of a gathered output holds data_value(source(g), i).
+template <typename Source>
+int64_t wrong_blocks(const CaseData& d, Source source) {
+  return wrong_in(d, d.out, [&](size_t i) { return data_value(source(static_cast<int>(i / d.count)), i % d.count); });
 }
 
-const double kPoison = 99;  // written into outputs: never a correct value below
+void fill_reduction(const CaseData& d) {
+  fill_with(d.in, [&](size_t i) { return reduce_input(d.op, d.rank, d.size, i); });
+}
+
+void fill_own_data(const CaseData& d) {
+  fill_with(d.in, [&](size_t i) { return data_value(d.rank, i); });
+  poison(d.out);
+}
+
+int64_t wrong_reduced(const CaseData& d) {
+  return wrong_in(d, d.in, [&](size_t i) { return reduced(d.op, d.dtype, d.size, i); });
+}
+
+// The table: one row per collective. Buffer sizes come from bench::kShapes (same names).
+const CollectiveCode kCode[] = {
+    {"all_reduce", 1, fill_reduction, [](const CaseData& d) { d.group.all_reduce(d.in, d.op); }, wrong_reduced},
+    {"broadcast", 1,
+     [](const CaseData& d) {
+       fill_with(d.in, [&](size_t i) { return d.rank == d.root ? data_value(d.root, i) : kPoison; });
+     },
+     [](const CaseData& d) { d.group.broadcast(d.in, d.root); },
+     [](const CaseData& d) { return wrong_in(d, d.in, [&](size_t i) { return data_value(d.root, i); }); }},
+    {"reduce", 1, fill_reduction, [](const CaseData& d) { d.group.reduce(d.in, d.root, d.op); },
+     [](const CaseData& d) { return d.rank == d.root ? wrong_reduced(d) : int64_t{0}; }},
+    {"all_gather", 1, fill_own_data, [](const CaseData& d) { d.group.all_gather_into(d.out, d.in); },
+     [](const CaseData& d) { return wrong_blocks(d, [](int g) { return g; }); }},
+    {"reduce_scatter", 1,
+     [](const CaseData& d) {
+       fill_reduction(d);
+       poison(d.out);
+     },
+     [](const CaseData& d) { d.group.reduce_scatter_from(d.out, d.in, d.op); },
+     [](const CaseData& d) {
+       size_t first = static_cast<size_t>(d.rank) * d.count;
+       return wrong_in(d, d.out, [&](size_t i) { return reduced(d.op, d.dtype, d.size, first + i); });
+     }},
+    {"all_to_all", 1,
+     [](const CaseData& d) {
+       fill_with(d.in,
+                 [&](size_t i) { return data_value(d.rank * d.size + static_cast<int>(i / d.count), i % d.count); });
+       poison(d.out);
+     },
+     [](const CaseData& d) { d.group.all_to_all(d.out, d.in); },
+     [](const CaseData& d) { return wrong_blocks(d, [&](int g) { return g * d.size + d.rank; }); }},
+    {"gather", 1, fill_own_data,
+     [](const CaseData& d) {
+       d.group.gather(d.in, d.rank == d.root ? d.blocks(d.out) : std::vector<TensorView>{}, d.root);
+     },
+     [](const CaseData& d) { return d.rank == d.root ? wrong_blocks(d, [](int g) { return g; }) : int64_t{0}; }},
+    {"scatter", 1,
+     [](const CaseData& d) {
+       fill_with(d.in, [&](size_t i) { return data_value(static_cast<int>(i / d.count), i % d.count); });
+       poison(d.out);
+     },
+     [](const CaseData& d) {
+       d.group.scatter(d.out, d.rank == d.root ? d.blocks(d.in) : std::vector<TensorView>{}, d.root);
+     },
+     [](const CaseData& d) { return wrong_in(d, d.out, [&](size_t i) { return data_value(d.rank, i); }); }},
+    {"barrier", 1, [](const CaseData&) {}, [](const CaseData& d) { d.group.barrier(); },
+     [](const CaseData&) { return int64_t{0}; }},
+    // A ring: rank r sends to r+1 and receives from r-1.
+    {"sendrecv", 2, fill_own_data,
+     [](const CaseData& d) {
+       int next = d.group.ranks()[static_cast<size_t>((d.rank + 1) % d.size)];
+       int prev = d.group.ranks()[static_cast<size_t>((d.rank + d.size - 1) % d.size)];
+       for (auto& w : d.group.batch_isend_irecv({{spmd::P2POp::Send, d.in, next}, {spmd::P2POp::Recv, d.out, prev}}))
+         w.wait();
+     },
+     [](const CaseData& d) {
+       return wrong_in(d, d.out, [&](size_t i) { return data_value((d.rank + d.size - 1) % d.size, i); });
+     }},
+};
+
+const CollectiveCode& code_of(const std::string& collective) {
+  bench::shape_of(collective);  // throws, listing the known ones, for an unknown name
+  auto it =
+      std::find_if(std::begin(kCode), std::end(kCode), [&](const CollectiveCode& c) { return collective == c.name; });
+  if (it == std::end(kCode)) throw std::invalid_argument("spmd-bench has no code for collective '" + collective + "'");
+  return *it;
+}
+
+// Backing words for `elems` elements of `dtype` (+1 so that an empty buffer has an address).
+std::vector<uint64_t> words_for(size_t elems, spmd::DType dtype) {
+  return std::vector<uint64_t>((elems * spmd::dtype_size(dtype) + 7) / 8 + 1, 0);
+}
 
 }  // namespace
 
-DType parse_dtype(const std::string& n) {
-  if (n == "f32" || n == "float" || n == "float32") return DType::F32;
-  if (n == "f64" || n == "double" || n == "float64") return DType::F64;
-  if (n == "f16" || n == "half" || n == "float16") return DType::F16;
-  if (n == "bf16" || n == "bfloat16") return DType::BF16;
-  if (n == "i8" || n == "int8") return DType::I8;
-  if (n == "u8" || n == "uint8") return DType::U8;
-  if (n == "i32" || n == "int32" || n == "int") return DType::I32;
-  if (n == "i64" || n == "int64") return DType::I64;
-  throw std::invalid_argument("unknown dtype '" + n + "' (f32, f64, f16, bf16, i8, u8, i32, i64)");
+std::vector<TensorView> CaseData::blocks(const TensorView& all) const {
+  std::vector<TensorView> out;
+  for (size_t g = 0; g < static_cast<size_t>(size); ++g) out.push_back(block(all, g));
+  return out;
 }
 
-ReduceOp parse_op(const std::string& n) {
-  std::string s = n;
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (s == "sum") return ReduceOp::Sum;
-  if (s == "prod") return ReduceOp::Prod;
-  if (s == "min") return ReduceOp::Min;
-  if (s == "max") return ReduceOp::Max;
-  if (s == "avg") return ReduceOp::Avg;
-  if (s == "band" || s == "bitand") return ReduceOp::BitAnd;
-  if (s == "bor" || s == "bitor") return ReduceOp::BitOr;
-  if (s == "bxor" || s == "bitxor") return ReduceOp::BitXor;
-  throw std::invalid_argument("unknown op '" + n + "' (sum, prod, min, max, avg, band, bor, bxor)");
-}
-
-void check_request(const std::string& collective, DType dtype, ReduceOp op) {
-  static const char* known[] = {"all_reduce", "broadcast",  "reduce", "all_gather", "reduce_scatter",
-                                "all_to_all", "gather",     "scatter", "barrier",   "sendrecv"};
-  if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return collective == k; }) ==
-      std::end(known))
-    throw std::invalid_argument("unknown collective '" + collective +
-                                "' (all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, "
-                                "gather, scatter, barrier, sendrecv)");
+void check_request(const std::string& collective, spmd::DType dtype, ReduceOp op) {
+  code_of(collective);
   bool bitwise = op == ReduceOp::BitAnd || op == ReduceOp::BitOr || op == ReduceOp::BitXor;
   if (bitwise && !spmd::dtype_is_integer(dtype))
-    throw std::invalid_argument(std::string("op ") + spmd::reduce_op_name(op) + " needs an integer dtype (i8, u8, i32, i64)");
+    throw std::invalid_argument(std::string("op ") + spmd::reduce_op_name(op) +
+                                " needs an integer dtype (i8, u8, i32, i64)");
 }
 
-CollectiveCase::CollectiveCase(spmd::ProcessGroup& group, std::string collective, size_t count, DType dtype,
-                               ReduceOp op, int root)
-    : group_(group), collective_(std::move(collective)), count_(count), dtype_(dtype), op_(op), root_(root),
-      rank_(group.rank()), size_(group.size()) {
-  check_request(collective_, dtype, op);
-  if (root < 0 || root >= size_) throw std::invalid_argument("--root " + std::to_string(root) + " out of range");
-  if (collective_ == "sendrecv" && size_ < 2) throw std::invalid_argument("sendrecv needs at least 2 ranks");
-
-  size_t n = static_cast<size_t>(size_);
-  size_t in_count = count, out_count = count;
-  if (collective_ == "all_gather" || collective_ == "gather") out_count = count * n;
-  if (collective_ == "scatter" || collective_ == "reduce_scatter") in_count = count * n;
-  if (collective_ == "all_to_all") in_count = out_count = count * n;
-  if (collective_ == "barrier") in_count = out_count = 0;
-  auto words = [&](size_t elems) { return (elems * spmd::dtype_size(dtype) + 7) / 8 + 1; };
-  in_.assign(words(in_count), 0);
-  out_.assign(words(out_count), 0);
-}
-
-spmd::TensorView CollectiveCase::view(const std::vector<uint64_t>& storage, size_t count) const {
-  // Views are non-owning and untyped; count_wrong() only reads through them.
-  return {const_cast<uint64_t*>(storage.data()), count, dtype_};
-}
-
-void CollectiveCase::fill() {
-  size_t n = static_cast<size_t>(size_);
-  auto in = view(in_, count_), out = view(out_, count_);
-  if (collective_ == "all_reduce" || collective_ == "reduce") {
-    for (size_t i = 0; i < count_; ++i) store(in, i, reduce_input(op_, rank_, size_, i));
-  } else if (collective_ == "broadcast") {
-    for (size_t i = 0; i < count_; ++i) store(in, i, rank_ == root_ ? data_value(root_, i) : kPoison);
-  } else if (collective_ == "all_gather" || collective_ == "gather" || collective_ == "sendrecv") {
-    for (size_t i = 0; i < count_; ++i) store(in, i, data_value(rank_, i));
-    auto o = view(out_, collective_ == "sendrecv" ? count_ : count_ * n);
-    for (size_t i = 0; i < o.count; ++i) store(o, i, kPoison);
-  } else if (collective_ == "scatter") {
-    auto i_all = view(in_, count_ * n);
-    for (size_t g = 0; g < n; ++g)
-      for (size_t i = 0; i < count_; ++i) store(i_all, g * count_ + i, data_value(static_cast<int>(g), i));
-    for (size_t i = 0; i < count_; ++i) store(out, i, kPoison);
-  } else if (collective_ == "reduce_scatter") {
-    auto i_all = view(in_, count_ * n);
-    for (size_t i = 0; i < count_ * n; ++i) store(i_all, i, reduce_input(op_, rank_, size_, i));
-    for (size_t i = 0; i < count_; ++i) store(out, i, kPoison);
-  } else if (collective_ == "all_to_all") {
-    auto i_all = view(in_, count_ * n), o_all = view(out_, count_ * n);
-    for (size_t g = 0; g < n; ++g)
-      for (size_t i = 0; i < count_; ++i) {
-        store(i_all, g * count_ + i, data_value(rank_ * size_ + static_cast<int>(g), i));
-        store(o_all, g * count_ + i, kPoison);
-      }
-  }
-}
-
-void CollectiveCase::run() {
-  size_t n = static_cast<size_t>(size_);
-  auto in = view(in_, count_), out = view(out_, count_);
-  auto blocks = [&](const std::vector<uint64_t>& s) {
-    std::vector<spmd::TensorView> v;
-    auto all = view(s, count_ * n);
-    for (size_t g = 0; g < n; ++g) v.push_back(all.slice(g * count_, count_));
-    return v;
-  };
-  if (collective_ == "all_reduce") group_.all_reduce(in, op_);
-  else if (collective_ == "broadcast") group_.broadcast(in, root_);
-  else if (collective_ == "reduce") group_.reduce(in, root_, op_);
-  else if (collective_ == "all_gather") group_.all_gather_into(view(out_, count_ * n), in);
-  else if (collective_ == "gather") group_.gather(in, rank_ == root_ ? blocks(out_) : std::vector<spmd::TensorView>{}, root_);
-  else if (collective_ == "scatter") group_.scatter(out, rank_ == root_ ? blocks(in_) : std::vector<spmd::TensorView>{}, root_);
-  else if (collective_ == "reduce_scatter") group_.reduce_scatter_from(out, view(in_, count_ * n), op_);
-  else if (collective_ == "all_to_all") group_.all_to_all(view(out_, count_ * n), view(in_, count_ * n));
-  else if (collective_ == "barrier") group_.barrier();
-  else if (collective_ == "sendrecv") {
-    int next = group_.ranks()[static_cast<size_t>((rank_ + 1) % size_)];
-    int prev = group_.ranks()[static_cast<size_t>((rank_ + size_ - 1) % size_)];
-    for (auto& w : group_.batch_isend_irecv({{spmd::P2POp::Send, in, next}, {spmd::P2POp::Recv, out, prev}}))
-      w.wait();
-  }
-}
-
-double CollectiveCase::reduced(size_t index) const {
-  bool integer = spmd::dtype_is_integer(dtype_);
-  double acc = reduce_input(op_, 0, size_, index);
-  int64_t bits = static_cast<int64_t>(acc);
-  for (int r = 1; r < size_; ++r) {
-    double v = reduce_input(op_, r, size_, index);
-    switch (op_) {
-      case ReduceOp::Prod: acc *= v; break;
-      case ReduceOp::Min: acc = std::min(acc, v); break;
-      case ReduceOp::Max: acc = std::max(acc, v); break;
-      case ReduceOp::BitAnd: bits &= static_cast<int64_t>(v); break;
-      case ReduceOp::BitOr: bits |= static_cast<int64_t>(v); break;
-      case ReduceOp::BitXor: bits ^= static_cast<int64_t>(v); break;
-      default: acc += v; break;
-    }
-  }
-  if (op_ == ReduceOp::BitAnd || op_ == ReduceOp::BitOr || op_ == ReduceOp::BitXor) return static_cast<double>(bits);
-  if (op_ == ReduceOp::Avg) acc = integer ? std::floor(acc / size_) : acc / size_;
-  return acc;
-}
-
-int64_t CollectiveCase::count_wrong() const {
-  size_t n = static_cast<size_t>(size_);
-  auto in = view(in_, count_), out = view(out_, count_);
-  int64_t wrong = 0;
-  auto check = [&](const spmd::TensorView& v, size_t i, double want) {
-    if (!close_enough(dtype_, load(v, i), want)) ++wrong;
-  };
-  if (collective_ == "all_reduce" || (collective_ == "reduce" && rank_ == root_)) {
-    for (size_t i = 0; i < count_; ++i) check(in, i, reduced(i));
-  } else if (collective_ == "broadcast") {
-    for (size_t i = 0; i < count_; ++i) check(in, i, data_value(root_, i));
-  } else if (collective_ == "all_gather" || (collective_ == "gather" && rank_ == root_)) {
-    auto o = view(out_, count_ * n);
-    for (size_t g = 0; g < n; ++g)
-      for (size_t i = 0; i < count_; ++i) check(o, g * count_ + i, data_value(static_cast<int>(g), i));
-  } else if (collective_ == "scatter") {
-    for (size_t i = 0; i < count_; ++i) check(out, i, data_value(rank_, i));
-  } else if (collective_ == "reduce_scatter") {
-    for (size_t i = 0; i < count_; ++i) check(out, i, reduced(static_cast<size_t>(rank_) * count_ + i));
-  } else if (collective_ == "all_to_all") {
-    auto o = view(out_, count_ * n);
-    for (size_t g = 0; g < n; ++g)
-      for (size_t i = 0; i < count_; ++i)
-        check(o, g * count_ + i, data_value(static_cast<int>(g) * size_ + rank_, i));
-  } else if (collective_ == "sendrecv") {
-    for (size_t i = 0; i < count_; ++i) check(out, i, data_value((rank_ + size_ - 1) % size_, i));
-  }
-  return wrong;
+CollectiveCase::CollectiveCase(spmd::ProcessGroup& group, const std::string& collective, size_t count,
+                               spmd::DType dtype, ReduceOp op, int root)
+    : code_(&code_of(collective)), data_{group, count, dtype, op, root, group.rank(), group.size(), {}, {}} {
+  const bench::Shape& shape = bench::shape_of(collective);
+  size_t in_elems = count * bench::blocks(shape.in, group.size());
+  size_t out_elems = count * bench::blocks(shape.out, group.size());
+  in_ = words_for(in_elems, dtype);
+  out_ = words_for(out_elems, dtype);
+  data_.in = TensorView(in_.data(), in_elems, dtype);
+  data_.out = TensorView(out_.data(), out_elems, dtype);
+  check_request(collective, dtype, op);
+  if (root < 0 || root >= group.size()) throw std::invalid_argument("--root " + std::to_string(root) + " out of range");
+  if (group.size() < code_->min_ranks)
+    throw std::invalid_argument(collective + " needs at least " + std::to_string(code_->min_ranks) + " ranks");
 }
 
 }  // namespace spmd_bench

@@ -17,6 +17,7 @@
 
 #include "bench_common.hpp"
 #include "collective_case.hpp"
+#include "plot_call.hpp"
 
 namespace {
 
@@ -35,8 +36,10 @@ const char* kUsage =
     "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
     "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
     "Without a launcher's environment it runs as a single rank.\n"
-    "Extra option:\n"
-    "  --name N               name in the CSV's impl column (default spmd)";
+    "Extra options:\n"
+    "  --name N               name in the CSV's impl column (default spmd)\n"
+    "  --plot FILE.png        also write the rows to FILE.csv and draw busbw against size with\n"
+    "                         bench/plot.py (needs /usr/bin/python3 with matplotlib)";
 
 using Clock = std::chrono::steady_clock;
 
@@ -56,9 +59,8 @@ bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t b
   spmd::DType dtype = spmd_bench::parse_dtype(o.dtype);
   spmd::ReduceOp op = spmd_bench::parse_op(o.op);
   int n = world.size();
-  bool barrier = o.collective == "barrier";
   size_t elem = spmd::dtype_size(dtype);
-  size_t count = barrier ? 0 : bench::elements_per_rank(o.collective, bytes, elem, n);
+  size_t count = bench::elements_per_rank(o.collective, bytes, elem, n);
 
   spmd_bench::CollectiveCase c(world, o.collective, count, dtype, op, o.root);
   c.fill();
@@ -80,7 +82,7 @@ bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t b
   r.collective = o.collective;
   r.nranks = n;
   r.count = count;
-  r.bytes = barrier ? 0 : bench::reported_bytes(o.collective, count, elem, n);
+  r.bytes = bench::reported_bytes(o.collective, count, elem, n);
   r.dtype = spmd::dtype_name(dtype);
   r.op = bench::is_reduction(o.collective) ? spmd::reduce_op_name(op) : "-";
   r.root = bench::is_rooted(o.collective) ? o.root : -1;
@@ -94,10 +96,13 @@ bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t b
 int main(int argc, char** argv) {
   bench::Options o;
   o.impl = "spmd";
+  std::string plot_png;
   try {
     auto extra = [&](const std::string& flag, const char* value) -> int {
-      if (flag != "--name" || value == nullptr) return 0;
-      o.impl = value;
+      if (value == nullptr) return 0;
+      if (flag == "--name") o.impl = value;
+      else if (flag == "--plot") plot_png = value;
+      else return 0;
       return 2;
     };
     if (!bench::parse_args(argc, argv, o, kUsage, extra)) return 0;
@@ -117,19 +122,30 @@ int main(int argc, char** argv) {
     bool printer = world.rank() == 0;
     int64_t failures = 0;
     bool first = true;
+    std::vector<std::string> csv_lines = {bench::kCsvHeader};
     for (const auto& collective : bench::collective_list(o.collective)) {
       bench::Options one = o;
       one.collective = collective;
       if (printer) bench::print_header(one, world.size(), "spmd-bench", first);
       first = false;
-      std::vector<size_t> sizes = collective == "barrier" ? std::vector<size_t>{0} : bench::size_list(one);
+      bool moves_data = bench::moves_data(bench::shape_of(collective));
+      std::vector<size_t> sizes = moves_data ? bench::size_list(one) : std::vector<size_t>{0};
       for (size_t bytes : sizes) {
         bench::Row r = run_size(world, one, bytes);
         failures += r.wrong;
         if (printer) bench::print_row(one, r);
+        csv_lines.push_back(bench::csv_row(o.impl, r));
       }
     }
     spmd::destroy();
+    if (printer && !plot_png.empty()) {
+      std::string error = spmd_bench::plot_rows(plot_png, csv_lines);
+      if (!error.empty()) {
+        std::fprintf(stderr, "spmd-bench: --plot: %s\n", error.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "spmd-bench: plotted %s\n", plot_png.c_str());
+    }
     if (failures != 0) {
       if (printer) std::fprintf(stderr, "spmd-bench: %lld wrong elements in total\n", static_cast<long long>(failures));
       return 1;

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Smoke tests of the comparison tooling (ctest runs each case; exit 77 = skipped):
+#   smoke.sh table   SRC                compare_table.py on compare_sample.log: bound, shares, goals
+#   smoke.sh plot    SRC                plot.py on compare_sample.log writes a PNG
+#   smoke.sh spmd-plot SRC BIN          spmd-bench --plot at P=2 writes FILE.csv and FILE.png
+#   smoke.sh compare SRC BUILD          compare.sh --smoke: every peer built here runs, every
+#                                       column and the plot appear, no run fails
+set -u
+mode=$1 src=$2
+sample=$src/tests/multiproc/bench/compare_sample.log
+work=$(mktemp -d "${TMPDIR:-/tmp}/spmd-bench-smoke.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+# expect FILE TEXT: FILE has a line containing TEXT.
+expect() { grep -qF -- "$2" "$1" || fail "$(basename "$1") has no line with: $2"; }
+need_matplotlib() {
+  /usr/bin/python3 -c 'import matplotlib' 2>/dev/null && return 0
+  echo "skipped: /usr/bin/python3 has no matplotlib (scripts/install-deps.sh installs python3-matplotlib)"
+  exit 77
+}
+# expect_png FILE: a non-empty PNG.
+expect_png() {
+  [[ -s $1 ]] || { fail "no PNG at $1"; return; }
+  [[ $(head -c 8 "$1" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$1 is not a PNG"
+}
+
+case $mode in
+  table)
+    python3 "$src/bench/compare_table.py" "$sample" > "$work/table.md" || fail "compare_table.py exited with $?"
+    # 64 MiB, P=2: copy-bench's 2 x 64 MiB took 8000 us; the bound is P*S/C = 8000 us for
+    # all_reduce (spmd 10000 us: 80%), P*S/(2C) = 4000 us for broadcast (spmd 8000 us: 50%).
+    expect "$work/table.md" "| 2 | 64 MiB | 6.71 GB/s | 8.39 GB/s | 80% |"
+    expect "$work/table.md" "| 2 | 64 MiB | 8.39 GB/s | 16.78 GB/s | 50% |"
+    expect "$work/table.md" "| all_reduce | 2 | 64 MiB | met: 3.39× (≥ 1.5×) | — | met: 80% (≥ 80%) |"
+    expect "$work/table.md" "| broadcast | 2 | 64 MiB | met: 2.12× (≥ 1.5×) | — | **missed**: 50% (≥ 80%) |"
+    expect "$work/table.md" "| all_reduce | 2 | 8 B | met: 2.50× (≥ 1×) | met: 0.81 µs (≤ 1 µs) | — |"
+    expect "$work/table.md" "| all_reduce | 4 | 8 B | **missed**: 0.44× (≥ 1×) | **missed**: 9.09 µs (≤ 8 µs) | — |"
+    expect "$work/table.md" "### Goals: 26 of 50 met"
+    expect "$work/table.md" "| P | size | spmd | memory bound | spmd share | mpi-shm | spmd/mpi-shm | mpi-tuned | spmd/mpi-tuned |"
+    ;;
+  plot)
+    need_matplotlib
+    /usr/bin/python3 "$src/bench/plot.py" "$sample" -o "$work/sample.png" || fail "plot.py exited with $?"
+    expect_png "$work/sample.png"
+    ;;
+  spmd-plot)
+    need_matplotlib
+    bin=$3
+    "$bin/spmdrun" --nproc-per-node 2 "$bin/spmd-bench" -c all_reduce,reduce_scatter -s 8,64K -n 1 -w 0 \
+      --plot "$work/spmd.png" || fail "spmd-bench --plot exited with $?"
+    expect "$work/spmd.csv" "spmd,reduce_scatter,2,65536,8192,f32,Sum,-,"
+    expect_png "$work/spmd.png"
+    ;;
+  compare)
+    build=$3
+    bash "$src/bench/compare.sh" --smoke --build "$build" --out "$work/out" --timeout 120 \
+      > "$work/stdout" 2> "$work/stderr" || fail "compare.sh --smoke exited with $?"
+    table=$work/out/table.md
+    cols=("spmd")
+    [[ -x $build/bin/gloo-bench ]] && cols+=(gloo)
+    /usr/bin/python3 -c 'import torch' 2>/dev/null && cols+=(torch-gloo)
+    [[ -x $build/bin/mpi-bench ]] && cols+=(mpi-shm mpi-tcp mpi-tuned)
+    for coll in all_reduce broadcast all_gather reduce_scatter; do expect "$table" "### $coll"; done
+    for c in "${cols[@]}"; do expect "$table" "| $c |"; done
+    expect "$table" "| memory bound | spmd share |"
+    expect "$table" "### Goals:"
+    if grep -q "failed" "$work/stderr"; then fail "a run failed: $(grep failed "$work/stderr")"; fi
+    if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then expect_png "$work/out/busbw.png"; fi
+    ((failures == 0)) || { echo "--- compare.sh stderr:"; cat "$work/stderr"; echo "--- table:"; cat "$table"; } >&2
+    ;;
+  *)
+    echo "usage: smoke.sh table|plot|spmd-plot|compare SRC [BIN|BUILD]" >&2
+    exit 2
+    ;;
+esac
+((failures == 0)) && echo "ok: $mode"
+exit $((failures > 0))
