@@ -27,7 +27,8 @@ void in_rounds(size_t n, size_t per_round, Round&& round) {
 
 }  // namespace
 
-void shm_flat_all_reduce(AlgoContext& c, const CollArgs& a) {
+// all_reduce (every rank folds) and reduce (the root folds).
+void shm_flat_fold(AlgoContext& c, const CollArgs& a, bool everyone) {
   ShmGroup& g = *c.shm;
   const size_t es = dtype_size(a.data.dtype);
   char* data = static_cast<char*>(a.data.data);
@@ -35,22 +36,13 @@ void shm_flat_all_reduce(AlgoContext& c, const CollArgs& a) {
     uint64_t e = g.begin_epoch(c.op);
     std::memcpy(g.slot(g.rank(), e), data + first * es, m * es);
     g.arrive_and_check(e, c.op, Record{});
-    fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
-  });
-}
-
-void shm_flat_reduce(AlgoContext& c, const CollArgs& a) {
-  ShmGroup& g = *c.shm;
-  const size_t es = dtype_size(a.data.dtype);
-  char* data = static_cast<char*>(a.data.data);
-  in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
-    std::memcpy(g.slot(g.rank(), e), data + first * es, m * es);
-    g.arrive_and_check(e, c.op, Record{});
-    if (g.rank() == a.root)
+    if (everyone || g.rank() == a.root)
       fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
   });
 }
+
+void shm_flat_all_reduce(AlgoContext& c, const CollArgs& a) { shm_flat_fold(c, a, true); }
+void shm_flat_reduce(AlgoContext& c, const CollArgs& a) { shm_flat_fold(c, a, false); }
 
 void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;

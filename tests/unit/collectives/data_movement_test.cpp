@@ -165,44 +165,7 @@ TEST(ReduceScatter, ListAndSingleBufferFormsEveryOp) {
   });
 }
 
-TEST(AllToAll, EqualAndUnevenSplits) {
-  for (int world = 1; world <= 8; ++world)
-    run_ranks(world, [&](ProcessGroup& g) {
-      const auto p = static_cast<size_t>(world), me = static_cast<size_t>(g.rank());
-      for (DType t : kAllDTypes)
-        for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(300)}) {
-          // Equal: block j of rank r holds tag_of(r * 8 + j, i).
-          Buffer in(t, n * p), out(t, n * p);
-          for (size_t j = 0; j < p; ++j)
-            for (size_t i = 0; i < n; ++i) in.set(j * n + i, tag_of(g.rank() * 8 + static_cast<int>(j), i));
-          g.all_to_all(out.view(), in.view());
-          expect_elements(out, out.count(), [&](size_t k) {
-            return tag_of(static_cast<int>(k / n) * 8 + g.rank(), k % n);
-          }, "all_to_all " + label(t, n, world));
-        }
-      // Uneven: rank r sends (r + j) % 3 + j elements to rank j.
-      auto count = [](size_t from, size_t to) { return (from + to) % 3 + to; };
-      std::vector<size_t> in_splits, out_splits;
-      size_t in_total = 0, out_total = 0;
-      for (size_t j = 0; j < p; ++j) {
-        in_splits.push_back(count(me, j));
-        out_splits.push_back(count(j, me));
-        in_total += in_splits.back();
-        out_total += out_splits.back();
-      }
-      for (DType t : {DType::I32, DType::BF16}) {
-        Buffer in(t, in_total), out(t, out_total);
-        size_t k = 0;
-        for (size_t j = 0; j < p; ++j)
-          for (size_t i = 0; i < in_splits[j]; ++i) in.set(k++, tag_of(g.rank() * 8 + static_cast<int>(j), i));
-        g.all_to_all(out.view(), in.view(), out_splits, in_splits);
-        k = 0;
-        for (size_t j = 0; j < p; ++j)
-          for (size_t i = 0; i < out_splits[j]; ++i, ++k)
-            EXPECT_EQ(out.get(k), tag_of(static_cast<int>(j) * 8 + g.rank(), i)) << "uneven all_to_all from " << j;
-      }
-    });
-}
+// all_to_all with equal and uneven splits: conformance_test.cpp, for every algorithm.
 
 TEST(AllToAll, BadSplitsAreInvalidArgument) {
   run_ranks(2, [](ProcessGroup& g) {
