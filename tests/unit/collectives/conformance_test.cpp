@@ -202,7 +202,7 @@ TEST_P(Conformance, FakedHosts) {
   AlgoOverride force(name_of(a));
   for (int hosts : {2, 3}) {
     FakeHosts fake(hosts);
-    for (int world : {2, 3, 5, 6, 8}) run_ranks(world, [&](ProcessGroup& g) { check(a.collective, g, world); });
+    for (int world = 2; world <= 8; ++world) run_ranks(world, [&](ProcessGroup& g) { check(a.collective, g, world); });
   }
 }
 
