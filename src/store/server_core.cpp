@@ -183,8 +183,11 @@ void ServerCore::serve(ConnId id, Conn& c, Clock::time_point now) {
     if (!admit(id, c, req)) break;
     c.parked = true;  // cleared by respond(), now or when the keys arrive
     handling_ = id;
-    state_.handle(id, std::move(req), now);
+    bool answered = state_.handle(id, std::move(req), now);
     handling_ = 0;
+    // torch's own server keeps reading a connection whose WAIT is pending: its client times
+    // waits out on its own socket and carries on with other queries.
+    if (!answered && c.proto == Protocol::Torch) c.parked = false;
   }
   // Keep only what is not served; what a large request had reserved goes back once served.
   if (c.in_begin > 0) {
