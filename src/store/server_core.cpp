@@ -245,6 +245,7 @@ void ServerCore::respond(ConnId id, const Answer& a) {
   Conn* c = find(id);
   if (!c) return;
   c->parked = false;
+  c->last_active = now_;  // an answer, e.g. to a wait that just ended, is activity too
   if (!c->closing) {
     if (!encode_answer(c->proto, a, c->out)) {
       // torch's protocol has no error answers: closing is how its client learns of one.

@@ -96,6 +96,21 @@ TEST(ServerCore, IdleSpmdConnectionsAreClosedWithANoticeOthersStay) {
   EXPECT_FALSE(h.core.finished(4));
 }
 
+// A wait that times out after longer than the idle timeout: its answer is activity, not
+// something unread for too long (the expiry and the idle scan happen in the same tick).
+TEST(ServerCore, AnAnswerAfterALongWaitIsNotMistakenForIdleness) {
+  CoreHarness h(config());
+  ASSERT_TRUE(h.open(1));
+  h.send(1, request(Op::Get, {"never"}, {}, 90000));
+  h.advance(90s);
+  auto a = h.answers(1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].status, Status::Timeout);
+  EXPECT_FALSE(h.core.finished(1));
+  h.advance(61s);
+  EXPECT_EQ(h.answers(1).at(0).status, Status::Closed);
+}
+
 TEST(ServerCore, AStalledPartialRequestIsClosedAfterTheIdleTimeout) {
   CoreHarness h(config());
   ASSERT_TRUE(h.open(1));
