@@ -345,10 +345,11 @@ void ServerCore::resume_waiting(Clock::time_point now) {
 
 void ServerCore::check_timers(ConnId id, Conn& c, Clock::time_point now) {
   auto idle = cfg_.idle_timeout;
+  auto pending = [&] { return cfg_.io_pending && cfg_.io_pending(id); };
   bool quiet = idle.count() > 0 && now - c.last_active >= idle;
   if (c.closing) {
     // Its last answer is not being read: nothing more to say to it.
-    if (quiet && backlog(c) > 0) {
+    if (quiet && backlog(c) > 0 && !pending()) {
       c.out.clear();
       c.out_sent = 0;
       give_back(c.out);
@@ -365,12 +366,12 @@ void ServerCore::check_timers(ConnId id, Conn& c, Clock::time_point now) {
     return;
   }
   if (!c.authed) {
-    if (now - c.opened >= cfg_.auth_timeout)
+    if (now - c.opened >= cfg_.auth_timeout && !pending())
       refuse(id, c, "this store server requires a token (SPMD_STORE_TOKEN) and none came within " +
                         seconds(cfg_.auth_timeout) + " of connecting");
     return;
   }
-  if (!quiet || c.parked) return;
+  if (!quiet || c.parked || pending()) return;
   if (backlog(c) > 0) {
     refuse(id, c, "it read none of its answers for " + seconds(idle));
   } else if (c.in.size() > c.in_begin) {

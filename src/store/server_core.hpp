@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +40,10 @@ struct ServerConfig {
   size_t max_connections = 16384;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // 0 = never
   std::chrono::milliseconds auth_timeout{std::chrono::seconds(5)};
+  // Set by the socket layer: whether the connection's socket holds input not read yet, or
+  // would take output now. A server busy for longer than a timeout has not read what arrived
+  // meanwhile; its timers must not take that for silence.
+  std::function<bool(ConnId)> io_pending;
 };
 
 class ServerCore {

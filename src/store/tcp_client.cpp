@@ -2,9 +2,10 @@
 // get/wait/multi_get send their timeout to the server, which answers when the keys arrive or
 // with the missing keys when it passes: no polling. Locally each call still has a deadline
 // (the timeout plus a grace period) so a server that stops answering cannot hang a client.
-// The server closes connections that sit idle (and says so first): a connection that sat
-// idle is probed before use, its first request is sent synchronously, and a request the
-// server says it closed the connection before reading is sent again on a new connection.
+// The server closes connections that sit idle (and says so first): a connection with no
+// answer outstanding is probed before a pipelined set (and before any call after a pause),
+// the first request after a pause is sent synchronously, and a request the server says it
+// closed the connection before reading is sent again on a new connection.
 #include <poll.h>
 
 #include <cstring>
@@ -186,6 +187,10 @@ struct TcpStore::Impl {
   void send_pipelined(const Request& req, std::chrono::milliseconds timeout) {
     validate(req);
     std::lock_guard<std::mutex> lock(mu);
+    // With no answer outstanding, the server may have closed the connection as idle even if
+    // this client used it a moment ago by its own clock (it may have read its last answer
+    // late): look first, since a pipelined set's answer is only read later.
+    probe_closed();
     if (!fd || sat_idle()) {
       call_locked(req, timeout);
       return;
@@ -200,10 +205,10 @@ struct TcpStore::Impl {
 
   bool sat_idle() const { return Clock::now() - last_used >= kIdleProbe; }
 
-  // Before a connection that sat idle is used: anything to read on it now, with no answer
-  // outstanding, is the server's notice that it closed it (or its EOF): drop it.
-  void probe_idle() {
-    if (!fd || unacked > 0 || !sat_idle()) return;
+  // Anything to read on the connection while no answer is outstanding is the server's notice
+  // that it closed it as idle (or its EOF): drop it, the next request reconnects.
+  void probe_closed() {
+    if (!fd || unacked > 0) return;
     pollfd p{fd.get(), POLLIN, 0};
     if (retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0) {
       SPMD_LOG(Info) << "the store server at " << where() << " closed this idle connection; reconnecting";
@@ -276,7 +281,7 @@ struct TcpStore::Impl {
     constexpr auto kForever = std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100));
     timeout = std::min(timeout, kForever);
     Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
-    probe_idle();
+    if (sat_idle()) probe_closed();  // saves a round trip; a crossing close is retried below
     if (!fd) connect(deadline);
     Response r = exchange(req, deadline);
     if (r.status == Status::Closed) {

@@ -8,8 +8,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -153,7 +155,9 @@ struct TcpStoreServer::Impl {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
     listen_fd = net::listen_tcp(opts.host, opts.port, SOMAXCONN);
     port = net::local_port(listen_fd.get());
-    core = std::make_unique<store::ServerCore>(config_of(opts, net::endpoint(opts.host, port)));
+    store::ServerConfig config = config_of(opts, net::endpoint(opts.host, port));
+    config.io_pending = [this](ConnId id) { return io_pending(id); };
+    core = std::make_unique<store::ServerCore>(std::move(config));
     memory_limit = core->memory().limit();
     epoll_fd = Fd(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_fd) raise_errno("epoll_create1 for the store server");
@@ -172,6 +176,19 @@ struct TcpStoreServer::Impl {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wake_fd.get(), &one, sizeof one);
     if (thread.joinable()) thread.join();
+  }
+
+  // Input the kernel holds for this connection that the server has not read, or room to send
+  // output it holds: activity the core's timers have not seen yet.
+  bool io_pending(ConnId id) {
+    auto it = sockets.find(id);
+    if (it == sockets.end() || it->second.draining) return false;
+    int fd = it->second.fd.get();
+    int unread = 0;
+    if (::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0) return true;
+    if (core->output(id).empty()) return false;
+    pollfd p{fd, POLLOUT, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLOUT);
   }
 
   void reopen_spare() {

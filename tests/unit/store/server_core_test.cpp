@@ -111,6 +111,27 @@ TEST(ServerCore, AnAnswerAfterALongWaitIsNotMistakenForIdleness) {
   EXPECT_EQ(h.answers(1).at(0).status, Status::Closed);
 }
 
+// A server busy for longer than the idle timeout has not read what arrived meanwhile: the
+// socket layer says so (io_pending), and the connection is not taken for idle.
+TEST(ServerCore, InputTheServerHasNotReadYetIsNotIdleness) {
+  bool unread = true;
+  ServerConfig c = config("tok");
+  c.io_pending = [&](store::ConnId) { return unread; };
+  CoreHarness h(c);
+  ASSERT_TRUE(h.open(1));  // its token is on the way
+  ASSERT_TRUE(h.open(2));
+  h.send(2, request(Op::Auth, {"tok"}));
+  h.drain(2);
+  h.advance(61s);
+  EXPECT_FALSE(h.core.finished(1));
+  EXPECT_FALSE(h.core.finished(2));
+  unread = false;
+  h.advance(1s);
+  EXPECT_NE(h.error_of(1).find("none came within"), std::string::npos);
+  EXPECT_TRUE(h.core.finished(1));
+  EXPECT_EQ(h.answers(2).at(0).status, Status::Closed);
+}
+
 TEST(ServerCore, AStalledPartialRequestIsClosedAfterTheIdleTimeout) {
   CoreHarness h(config());
   ASSERT_TRUE(h.open(1));
