@@ -147,9 +147,28 @@ struct TcpStoreServerOptions {
   std::string token;               // shared secret; empty = read SPMD_STORE_TOKEN, or none
   size_t max_key_bytes = 4096;
   size_t max_value_bytes = 64u << 20;
+  // Unset: the environment variable named, else the default (docs/store.md, "Limits").
+  // Keys, values, parked requests and all connections' buffers together:
+  std::optional<size_t> max_memory_bytes;  // SPMD_STORE_MAX_MEMORY ("512M", "2G"); 1 GiB
+  // Connections at once (at most the open-files limit, less 64): SPMD_STORE_MAX_CONNECTIONS; 16384
+  std::optional<size_t> max_connections;
+  // An spmd connection idle this long is closed (its client reconnects); 0 = never; at least
+  // 1 s: SPMD_STORE_IDLE_TIMEOUT (seconds); 10 minutes
+  std::optional<std::chrono::milliseconds> idle_timeout;
+  // With a token, a connection must present it this soon: SPMD_STORE_AUTH_TIMEOUT (seconds); 5 s
+  std::optional<std::chrono::milliseconds> auth_timeout;
 };
 
-// The TCP store server: one event-driven thread (epoll) serving any number of clients.
+struct TcpStoreServerStats {
+  size_t connections = 0;
+  size_t keys = 0;
+  size_t memory_bytes = 0;       // what the server accounts for now (keys, values, buffers)
+  size_t peak_memory_bytes = 0;  // the most it ever accounted for
+  size_t memory_limit_bytes = 0;
+};
+
+// The TCP store server: one event-driven thread (epoll) serving any number of clients, on one
+// port, in spmd's protocol and in that of PyTorch's TCPStore client (docs/store.md).
 class TcpStoreServer {
  public:
   explicit TcpStoreServer(TcpStoreServerOptions options = {});
@@ -158,6 +177,7 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   uint16_t port() const;
   const std::string& host() const;
+  TcpStoreServerStats stats() const;  // safe from any thread; updated as the server works
 
  private:
   struct Impl;

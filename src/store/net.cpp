@@ -76,6 +76,14 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // best effort (not TCP = no-op)
 }
 
+void set_keepalive(int fd) {
+  int one = 1, idle_s = 60, interval_s = 10, probes = 6;  // best effort, like set_nodelay
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+}
+
 Fd listen_tcp(const std::string& host, uint16_t port, int backlog) {
   AddrInfo ai;
   int rc = resolve(host, port, true, ai);

@@ -31,6 +31,9 @@ void set_nonblocking(int fd);
 // EAGAIN, after which they wait on the deadline with poll.
 void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout);
 void set_nodelay(int fd);
+// TCP keep-alive probes after a minute of silence: a peer whose machine died (no FIN, no RST)
+// is noticed within about two minutes, even on a connection that waits for nothing.
+void set_keepalive(int fd);
 
 enum class Io { Ok, Timeout, Closed };
 // Sends all n bytes / receives exactly n bytes before the deadline. Closed = the peer went

@@ -2,6 +2,12 @@
 // get/wait/multi_get send their timeout to the server, which answers when the keys arrive or
 // with the missing keys when it passes: no polling. Locally each call still has a deadline
 // (the timeout plus a grace period) so a server that stops answering cannot hang a client.
+// The server closes connections that sit idle (and says so first): a connection with no
+// answer outstanding is probed before a pipelined set (and before any call after a pause),
+// the first request after a pause is sent synchronously, and a request the server says it
+// closed the connection before reading is sent again on a new connection.
+#include <poll.h>
+
 #include <cstring>
 #include <mutex>
 
@@ -28,12 +34,12 @@ constexpr size_t kMaxAnswer = UINT32_MAX;  // an answer is as large as the serve
 // Pipelined sets allowed in flight: their answers (17 bytes each) fit in socket buffers, so
 // the server never blocks on a client that has not read them yet.
 constexpr size_t kMaxUnacked = 512;
+// A connection unused for this long may have been closed by the server meanwhile (it closes
+// idle ones after at least a second): probe it, and send its next request synchronously.
+constexpr auto kIdleProbe = std::chrono::milliseconds(200);
+using Clock = std::chrono::steady_clock;
 
-std::string describe(const Request& r) {
-  std::string s = wire::op_name(r.op);
-  if (r.op == Op::Auth || r.op == Op::NumKeys) return s;
-  return s + "(" + store::key_list(r.keys, 4) + ")";
-}
+std::string describe(const Request& r) { return wire::describe(r.op, r.keys); }
 
 }  // namespace
 
@@ -50,6 +56,7 @@ struct TcpStore::Impl {
   wire::FrameReader reader{kMaxAnswer};
   size_t unacked = 0;         // pipelined sets whose answers are not read yet
   std::string unacked_first;  // the oldest of them, for error messages
+  Clock::time_point last_used{};  // when the connection last carried a request
 
   explicit Impl(TcpStoreOptions o) : opts(std::move(o)) {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
@@ -80,6 +87,7 @@ struct TcpStore::Impl {
     drop_connection();
     fd = net::connect_tcp(host, port, deadline);
     io_timeout = std::chrono::milliseconds(0);
+    last_used = Clock::now();
     SPMD_LOG(Info) << "connected to the store server at " << where();
     if (opts.token.empty()) return;
     Request auth;
@@ -174,16 +182,38 @@ struct TcpStore::Impl {
   }
 
   // A pipelined set returns once sent; its answer is read by a later call (or when too many
-  // are outstanding, or at destruction), which raises if the server refused it.
+  // are outstanding, or at destruction), which raises if the server refused it. On a new or
+  // idle connection it is answered at once instead (see kIdleProbe).
   void send_pipelined(const Request& req, std::chrono::milliseconds timeout) {
     validate(req);
     std::lock_guard<std::mutex> lock(mu);
+    // With no answer outstanding, the server may have closed the connection as idle even if
+    // this client used it a moment ago by its own clock (it may have read its last answer
+    // late): look first, since a pipelined set's answer is only read later.
+    probe_closed();
+    if (!fd || sat_idle()) {
+      call_locked(req, timeout);
+      return;
+    }
     Deadline deadline(timeout);
-    if (!fd) connect(deadline);
     fit_io_timeout(deadline);
     send_request(req, deadline);
+    last_used = Clock::now();
     if (unacked++ == 0) unacked_first = describe(req);
     if (unacked >= kMaxUnacked) settle(req, deadline);
+  }
+
+  bool sat_idle() const { return Clock::now() - last_used >= kIdleProbe; }
+
+  // Anything to read on the connection while no answer is outstanding is the server's notice
+  // that it closed it as idle (or its EOF): drop it, the next request reconnects.
+  void probe_closed() {
+    if (!fd || unacked > 0) return;
+    pollfd p{fd.get(), POLLIN, 0};
+    if (retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0) {
+      SPMD_LOG(Info) << "the store server at " << where() << " closed this idle connection; reconnecting";
+      drop_connection();
+    }
   }
 
   void drop_connection() {
@@ -242,13 +272,26 @@ struct TcpStore::Impl {
   Response call(const Request& req, std::chrono::milliseconds timeout) {
     validate(req);
     std::lock_guard<std::mutex> lock(mu);
+    return call_locked(req, timeout);
+  }
+
+  Response call_locked(const Request& req, std::chrono::milliseconds timeout) {
     bool waits = req.op == Op::Get || req.op == Op::Wait || req.op == Op::MultiGet;
     // Saturate: "wait forever" timeouts (milliseconds::max()) must not overflow here.
     constexpr auto kForever = std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100));
     timeout = std::min(timeout, kForever);
     Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
+    if (sat_idle()) probe_closed();  // saves a round trip; a crossing close is retried below
     if (!fd) connect(deadline);
     Response r = exchange(req, deadline);
+    if (r.status == Status::Closed) {
+      // The server closed the idle connection before it read this request: nothing of it was
+      // applied, so sending it again on a new connection is safe.
+      drop_connection();
+      connect(deadline);
+      r = exchange(req, deadline);
+    }
+    last_used = Clock::now();
     if (r.status == Status::Timeout) {
       std::vector<std::string> missing;
       for (const auto& v : r.values) missing.push_back(to_string(v));
@@ -258,7 +301,7 @@ struct TcpStore::Impl {
                 ". Check that every rank started and reached this point (a rank that crashed "
                 "or is slower than the timeout leaves its keys unset)");
     }
-    if (r.status == Status::Error) {
+    if (r.status == Status::Error || r.status == Status::Closed) {
       std::string msg = r.values.empty() ? "no reason given" : to_string(r.values[0]);
       drop_connection();  // the server closes a connection after refusing its request
       raise(ErrorKind::Store, "the store server at " + where() + " refused " + describe(req) +

@@ -1,16 +1,25 @@
-// TcpStoreServer: one thread, one epoll set, non-blocking sockets (DESIGN.md §4).
+// TcpStoreServer: one thread, one epoll set, non-blocking sockets (DESIGN.md §4). It only
+// moves bytes: what each connection says, may read, owes and costs is ServerCore's business.
 //
-// Each connection has an input FrameReader and an output buffer. Requests of one connection
-// are answered in order: while a request is parked in ServerState (get/wait on a missing key)
-// the connection is not read further, so a pipelining client still sees ordered answers.
-// A malformed or oversized frame, or a failed authentication, closes that connection only.
+// Requests of one connection are answered in order: while one is parked (get/wait on a
+// missing key) the connection is not read further, so a pipelining client still sees ordered
+// answers. When descriptors run out, a spare one accepts the newcomer so that it is told why
+// it is refused instead of waiting in the listen queue.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -20,8 +29,7 @@
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "store/net.hpp"
-#include "store/server_state.hpp"
-#include "store/wire.hpp"
+#include "store/server_core.hpp"
 
 namespace spmd {
 
@@ -30,60 +38,134 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
-// Stop reading from a client whose answers pile up unread (it is not receiving).
-constexpr size_t kMaxPendingOutput = 8u << 20;
 constexpr uint64_t kListenTag = 0;
 constexpr uint64_t kWakeTag = 1;
 constexpr ConnId kFirstConn = 2;
+constexpr size_t kDefaultMaxConnections = 16384;
+constexpr size_t kReservedFds = 64;  // for everything else the process opens
+// A connection the server closes is first half-closed, and what the client still sends is
+// read and dropped for at most this long: closing with unread input would reset the
+// connection, which can destroy the last answer (the reason it is closed) before it is read.
+constexpr auto kDrainTime = std::chrono::seconds(2);
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;  // no early exit: the time taken does not reveal where they differ
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+// The soft open-files limit raised to the hard one, once per process: a store server's
+// connections are its descriptors. Returns the limit now in force.
+size_t raise_open_files_limit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rlimit want = rl;
+    want.rlim_cur = std::min<rlim_t>(rl.rlim_max, rlim_t(1) << 20);
+    if (want.rlim_cur > rl.rlim_cur) ::setrlimit(RLIMIT_NOFILE, &want);
+  });
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  return static_cast<size_t>(std::min<rlim_t>(rl.rlim_cur, rlim_t(1) << 20));
+}
+
+// "512M", "2G", "1048576": bytes, with an optional binary K/M/G suffix.
+size_t parse_bytes(const char* name, const std::string& text) {
+  std::string digits = text;
+  size_t unit = 1;
+  char last = text.empty() ? '\0' : static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    unit = last == 'K' ? size_t(1) << 10 : last == 'M' ? size_t(1) << 20 : size_t(1) << 30;
+    digits.pop_back();
+  }
+  int64_t n = env::parse_int(name, digits);
+  if (n <= 0)
+    raise(ErrorKind::InvalidArgument, std::string(name) + "=" + text +
+                                          " is not a positive size; give bytes, or e.g. 512M or 2G");
+  return static_cast<size_t>(n) * unit;
+}
+
+std::chrono::milliseconds env_seconds(const char* name, std::chrono::milliseconds fallback) {
+  auto s = env::get_seconds(name);
+  return s ? std::chrono::milliseconds(static_cast<int64_t>(*s * 1000)) : fallback;
+}
+
+store::ServerConfig config_of(TcpStoreServerOptions& o, const std::string& where) {
+  store::ServerConfig c;
+  c.limits.max_key_bytes = o.max_key_bytes;
+  c.limits.max_value_bytes = o.max_value_bytes;
+  c.token = o.token;
+  c.where = where;
+  if (o.max_memory_bytes) {
+    c.max_memory_bytes = *o.max_memory_bytes;
+  } else if (auto v = env::get("SPMD_STORE_MAX_MEMORY")) {
+    c.max_memory_bytes = parse_bytes("SPMD_STORE_MAX_MEMORY", *v);
+  }
+  size_t fds = raise_open_files_limit();
+  size_t fd_room = fds > 2 * kReservedFds ? fds - kReservedFds : kReservedFds;
+  if (o.max_connections) {
+    c.max_connections = *o.max_connections;
+  } else if (auto v = env::get_int("SPMD_STORE_MAX_CONNECTIONS")) {
+    c.max_connections = static_cast<size_t>(std::max<int64_t>(*v, 1));
+  } else {
+    c.max_connections = std::min(kDefaultMaxConnections, fd_room);
+  }
+  c.idle_timeout = o.idle_timeout ? *o.idle_timeout : env_seconds("SPMD_STORE_IDLE_TIMEOUT", c.idle_timeout);
+  // Clients probe a connection that sat idle for a fraction of a second before using it
+  // again; a shorter server timeout could race with them.
+  if (c.idle_timeout.count() > 0) c.idle_timeout = std::max(c.idle_timeout, std::chrono::milliseconds(1000));
+  c.auth_timeout = o.auth_timeout ? *o.auth_timeout : env_seconds("SPMD_STORE_AUTH_TIMEOUT", c.auth_timeout);
+  return c;
+}
+
+std::string peer_name(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (ss.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  }
+  return net::endpoint(host, port);
 }
 
 }  // namespace
 
 struct TcpStoreServer::Impl {
-  struct Conn {
+  struct Socket {
     Fd fd;
-    wire::FrameReader in;
-    std::vector<uint8_t> out;
-    size_t out_sent = 0;
-    bool authed = false;
-    bool parked = false;   // a request waits in ServerState; do not read further frames
-    bool closing = false;  // flush `out`, then close; read nothing more
-    uint32_t events = 0;   // current epoll interest
-    explicit Conn(Fd f, size_t max_frame) : fd(std::move(f)), in(max_frame) {}
+    uint32_t events = 0;  // current epoll interest
+    bool spare = false;   // accepted with the spare descriptor: give it back when closed
+    bool draining = false;  // finished: half-closed, its input is dropped until EOF
   };
 
   TcpStoreServerOptions opts;
-  wire::Limits limits;
-  Fd listen_fd, epoll_fd, wake_fd;
+  Fd listen_fd, epoll_fd, wake_fd, spare_fd;
   uint16_t port = 0;
-  std::unordered_map<ConnId, Conn> conns;
+  std::unique_ptr<store::ServerCore> core;
+  std::unordered_map<ConnId, Socket> sockets;
+  std::deque<std::pair<Clock::time_point, ConnId>> draining;  // in deadline order
   ConnId next_conn = kFirstConn;
-  store::ServerState state{[this](ConnId c, const wire::Response& r) { respond(c, r); }};
   std::optional<Clock::time_point> accept_paused_until;
-  ConnId handling = 0;              // the connection whose request is being applied
-  std::vector<ConnId> to_resume;    // answered later; may have frames waiting
   std::atomic<bool> stop{false};
+  std::atomic<size_t> stat_connections{0}, stat_keys{0}, stat_memory{0}, stat_peak{0};
+  size_t memory_limit = 0;
   std::thread thread;
 
   explicit Impl(TcpStoreServerOptions o) : opts(std::move(o)) {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
-    limits.max_key_bytes = opts.max_key_bytes;
-    limits.max_value_bytes = opts.max_value_bytes;
     listen_fd = net::listen_tcp(opts.host, opts.port, SOMAXCONN);
     port = net::local_port(listen_fd.get());
+    store::ServerConfig config = config_of(opts, net::endpoint(opts.host, port));
+    config.io_pending = [this](ConnId id) { return io_pending(id); };
+    core = std::make_unique<store::ServerCore>(std::move(config));
+    memory_limit = core->memory().limit();
     epoll_fd = Fd(::epoll_create1(EPOLL_CLOEXEC));
     if (!epoll_fd) raise_errno("epoll_create1 for the store server");
     wake_fd = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!wake_fd) raise_errno("eventfd for the store server");
     if (!add_fd(listen_fd.get(), EPOLLIN, kListenTag) || !add_fd(wake_fd.get(), EPOLLIN, kWakeTag))
       raise_errno("epoll_ctl for the store server");
+    reopen_spare();
     thread = std::thread([this] { run(); });
     SPMD_LOG(Info) << "store server listening on " << net::endpoint(opts.host, port)
                    << (opts.token.empty() ? "" : " (token required)");
@@ -94,6 +176,23 @@ struct TcpStoreServer::Impl {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wake_fd.get(), &one, sizeof one);
     if (thread.joinable()) thread.join();
+  }
+
+  // Input the kernel holds for this connection that the server has not read, or room to send
+  // output it holds: activity the core's timers have not seen yet.
+  bool io_pending(ConnId id) {
+    auto it = sockets.find(id);
+    if (it == sockets.end() || it->second.draining) return false;
+    int fd = it->second.fd.get();
+    int unread = 0;
+    if (::ioctl(fd, FIONREAD, &unread) == 0 && unread > 0) return true;
+    if (core->output(id).empty()) return false;
+    pollfd p{fd, POLLOUT, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLOUT);
+  }
+
+  void reopen_spare() {
+    if (!spare_fd) spare_fd = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   }
 
   bool add_fd(int fd, uint32_t events, uint64_t tag) {
@@ -113,12 +212,20 @@ struct TcpStoreServer::Impl {
     }
   }
 
+  void publish_stats() {
+    stat_connections.store(core->connections(), std::memory_order_relaxed);
+    stat_keys.store(core->state().num_keys(), std::memory_order_relaxed);
+    stat_memory.store(core->memory().used(), std::memory_order_relaxed);
+    stat_peak.store(core->memory().peak(), std::memory_order_relaxed);
+  }
+
   void loop() {
     std::vector<epoll_event> events(256);
     while (!stop.load()) {
-      auto now = Clock::now();
-      std::optional<Clock::time_point> next = state.expire(now);
-      drain_resumes();
+      std::optional<Clock::time_point> next = core->tick(Clock::now());
+      apply_changes();
+      expire_draining(next);
+      publish_stats();
       if (accept_paused_until && (!next || *accept_paused_until < *next)) next = accept_paused_until;
       int timeout = next ? Deadline::at(*next).poll_ms() : -1;
       int n = retry_eintr([&] {
@@ -131,8 +238,7 @@ struct TcpStoreServer::Impl {
       if (accept_paused_until && Clock::now() >= *accept_paused_until) {
         accept_paused_until.reset();
         if (!add_fd(listen_fd.get(), EPOLLIN, kListenTag)) {
-          SPMD_LOG(Warn) << "store server: cannot watch the listening socket again: "
-                         << std::strerror(errno);
+          SPMD_LOG(Warn) << "store server: cannot watch the listening socket again: " << std::strerror(errno);
         }
       }
       for (int i = 0; i < n; ++i) {
@@ -147,186 +253,217 @@ struct TcpStoreServer::Impl {
         } catch (const std::exception& e) {
           // Whatever went wrong (out of memory, ...) costs this client, not the server.
           SPMD_LOG(Warn) << "store server: dropping a client after an error: " << e.what();
-          close_conn(tag);
+          drop(tag);
         }
       }
-      drain_resumes();
+      apply_changes();
     }
   }
 
-  // Clients whose parked request was answered by someone else's set (or a deadline) may have
-  // further frames buffered; no socket event will announce those, so serve them here.
-  void drain_resumes() {
-    while (!to_resume.empty()) {
-      ConnId id = to_resume.back();
-      to_resume.pop_back();
-      auto it = conns.find(id);
-      if (it == conns.end() || it->second.parked) continue;
-      if (serve_frames(id, it->second) && conns.count(id)) update_interest(id, it->second);
-    }
+  void pause_accepting(const char* why) {
+    SPMD_LOG(Warn) << "store server at " << net::endpoint(opts.host, port)
+                   << ": cannot accept more clients (" << why << ", " << sockets.size()
+                   << " connections); raise the open-files limit (ulimit -n)";
+    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, listen_fd.get(), nullptr);
+    accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
   }
 
   void accept_all() {
     for (;;) {
-      int fd = retry_eintr([&] {
-        return ::accept4(listen_fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      });
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      auto accept = [&] {
+        return retry_eintr([&] {
+          return ::accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&ss), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+        });
+      };
+      int fd = accept();
+      int err = errno;
+      bool with_spare = false;
+      if (fd < 0 && (err == EMFILE || err == ENFILE) && spare_fd) {
+        // Out of descriptors: accept with the spare one, so the newcomer hears why.
+        spare_fd.reset();
+        fd = accept();
+        err = errno;
+        with_spare = fd >= 0;
+        if (!with_spare) reopen_spare();
+      }
       if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          // Out of descriptors: stop accepting briefly rather than spin on a ready listener.
-          SPMD_LOG(Warn) << "store server: cannot accept more clients (" << std::strerror(errno)
-                         << "); raise the open-files limit (ulimit -n)";
-          ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, listen_fd.get(), nullptr);
-          accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        if (err == EAGAIN || err == EWOULDBLOCK) return;
+        if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+          // Stop accepting briefly rather than spin on a ready listener.
+          pause_accepting(std::strerror(err));
           return;
         }
         continue;  // ECONNABORTED and friends: that client is gone, try the next one
       }
+      Fd conn(fd);
       net::set_nodelay(fd);
+      net::set_keepalive(fd);
       ConnId id = next_conn++;
-      auto [it, _] = conns.try_emplace(id, Fd(fd), limits.max_frame_bytes());
-      it->second.authed = opts.token.empty();
-      it->second.events = EPOLLIN | EPOLLRDHUP;
-      if (!add_fd(fd, it->second.events, id)) conns.erase(it);
+      if (!core->open(id, peer_name(ss), Clock::now(), with_spare)) {
+        conn.reset();
+        if (with_spare) reopen_spare();
+        continue;
+      }
+      uint32_t events = EPOLLIN | EPOLLRDHUP;
+      if (!add_fd(fd, events, id)) {
+        core->close(id);
+        conn.reset();
+        if (with_spare) reopen_spare();
+        continue;
+      }
+      sockets.emplace(id, Socket{std::move(conn), events, with_spare});
     }
   }
 
   void on_event(ConnId id, uint32_t ev) {
-    auto it = conns.find(id);
-    if (it == conns.end()) return;
-    Conn& c = it->second;
-    if (ev & EPOLLOUT) flush(id, c);
-    if (!conns.count(id)) return;
+    auto it = sockets.find(id);
+    if (it == sockets.end()) return;
+    if (it->second.draining) {
+      discard_input(id);
+      return;
+    }
+    if (ev & EPOLLOUT) flush(id);
+    if (!sockets.count(id)) return;
     bool hangup = ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
-    if ((ev & EPOLLIN || hangup) && !read_input(id, c, hangup)) return;
-    if (!conns.count(id)) return;
-    update_interest(id, c);
+    if (ev & EPOLLIN || hangup) read_input(id, hangup);
   }
 
-  // Reads what the socket has and serves the complete frames. Returns false if it closed c.
-  bool read_input(ConnId id, Conn& c, bool hangup) {
-    bool eof = false;
+  void read_input(ConnId id, bool hangup) {
+    int fd = sockets.at(id).fd.get();
     // A bounded number of reads per wake-up keeps one chatty client from starving the rest.
-    for (int round = 0; round < 4 && !c.parked && !c.closing; ++round) {
-      uint8_t* p = c.in.prepare(kReadChunk);
-      ssize_t r = retry_eintr([&] { return ::recv(c.fd.get(), p, kReadChunk, 0); });
+    for (int round = 0; round < 4; ++round) {
+      std::span<uint8_t> space = core->input_space(id);
+      if (space.empty()) break;
+      ssize_t r = retry_eintr([&] { return ::recv(fd, space.data(), space.size(), 0); });
       if (r > 0) {
-        c.in.commit(static_cast<size_t>(r));
-        if (!serve_frames(id, c)) return false;
-        if (static_cast<size_t>(r) < kReadChunk) break;
+        core->received(id, static_cast<size_t>(r), Clock::now());
+        if (static_cast<size_t>(r) < space.size()) break;
         continue;
       }
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      eof = true;  // orderly EOF or a socket error: the client is gone
-      break;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        core->received(id, 0, Clock::now());
+        break;
+      }
+      drop(id);  // orderly EOF or a socket error: the client is gone (a torn request with it)
+      return;
     }
     // A hang-up while parked or closing would be reported again and again (level-triggered)
     // with nothing left to read for it: the client is leaving, so let it go now.
-    if (eof || (hangup && (c.parked || c.closing))) {
-      close_conn(id);  // its parked waiters go with it; a truncated frame is dropped
-      return false;
-    }
-    return true;
+    if (hangup && !core->reading(id)) drop(id);
   }
 
-  bool serve_frames(ConnId id, Conn& c) {
-    const uint8_t* payload = nullptr;
-    size_t size = 0;
-    std::string err;
-    while (!c.parked && !c.closing) {
-      auto res = c.in.next(payload, size, err);
-      if (res == wire::FrameReader::Result::NeedMore) break;
-      if (res == wire::FrameReader::Result::Error) return reject(id, c, "bad frame: " + err);
-      wire::Request req;
-      if (!wire::decode_request(payload, size, limits, req, err))
-        return reject(id, c, "malformed request: " + err);
-      if (!c.authed) {
-        if (req.op != wire::Op::Auth)
-          return reject(id, c, "this store server requires a token; set SPMD_STORE_TOKEN");
-        if (!constant_time_equal(req.keys[0], opts.token))
-          return reject(id, c, "wrong store token; set the same SPMD_STORE_TOKEN on every node");
-        c.authed = true;
+  // Flushes, closes or re-arms every connection the core changed, until nothing changes.
+  void apply_changes() {
+    for (;;) {
+      std::vector<ConnId> ids = core->take_changed();
+      if (ids.empty()) return;
+      for (ConnId id : ids) {
+        if (!sockets.count(id)) continue;
+        flush(id);
+        if (!sockets.count(id)) continue;
+        if (sockets.at(id).draining) continue;
+        if (core->finished(id)) {
+          finish(id);
+          continue;
+        }
+        update_interest(id);
       }
-      c.parked = true;  // cleared by respond(), now or when the keys arrive
-      handling = id;
-      state.handle(id, req, Clock::now());
-      handling = 0;
-      if (!conns.count(id)) return false;
     }
-    // The answers to everything this read delivered go out in one send (pipelined sets).
-    flush(id, c);
-    return conns.count(id) > 0;
   }
 
-  // A protocol violation: nothing more this connection sent is applied; it is told why (the
-  // frame boundary may be lost, so it is closed rather than resynchronised).
-  bool reject(ConnId id, Conn& c, const std::string& why) {
-    SPMD_LOG(Warn) << "store server: closing a client connection: " << why;
-    return refuse(id, c, why);
-  }
-
-  // Says why, then closes once that answer is flushed.
-  bool refuse(ConnId id, Conn& c, const std::string& why) {
-    wire::encode_response(wire::Response{wire::Status::Error, 0, {to_bytes(why)}}, c.out);
-    c.closing = true;
-    flush(id, c);
-    return conns.count(id) > 0;
-  }
-
-  void respond(ConnId id, const wire::Response& r) {
-    auto it = conns.find(id);
-    if (it == conns.end()) return;
-    Conn& c = it->second;
-    wire::encode_response(r, c.out);
-    c.parked = false;
-    if (id == handling) return;  // serve_frames flushes once its batch is done
-    to_resume.push_back(id);
-    flush(id, c);
-  }
-
-  void flush(ConnId id, Conn& c) {
-    while (c.out_sent < c.out.size()) {
-      ssize_t r = retry_eintr([&] {
-        return ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
-                      MSG_NOSIGNAL | MSG_DONTWAIT);
-      });
+  void flush(ConnId id) {
+    int fd = sockets.at(id).fd.get();
+    for (;;) {
+      std::span<const uint8_t> out = core->output(id);
+      if (out.empty()) break;
+      ssize_t r = retry_eintr(
+          [&] { return ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT); });
       if (r > 0) {
-        c.out_sent += static_cast<size_t>(r);
+        core->sent(id, static_cast<size_t>(r), Clock::now());
         continue;
       }
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      close_conn(id);  // the client is gone
+      drop(id);  // the client is gone
       return;
     }
-    if (c.out_sent == c.out.size()) {
-      c.out.clear();
-      c.out_sent = 0;
-      if (c.closing) {
-        close_conn(id);
-        return;
-      }
+    if (core->finished(id)) {
+      finish(id);
+      return;
     }
-    update_interest(id, c);
+    update_interest(id);
   }
 
-  void update_interest(ConnId id, Conn& c) {
+  // The core is done with this connection: half-close it (after its last answer) and drop
+  // what the client still sends until it closes, or kDrainTime passes.
+  void finish(ConnId id) {
+    Socket& s = sockets.at(id);
+    if (s.draining) return;
+    core->close(id);
+    if (::shutdown(s.fd.get(), SHUT_WR) != 0) {
+      drop(id);
+      return;
+    }
+    s.draining = true;
+    draining.emplace_back(Clock::now() + kDrainTime, id);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = id;
+    ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, s.fd.get(), &ev);
+    s.events = ev.events;
+    discard_input(id);
+  }
+
+  void discard_input(ConnId id) {
+    int fd = sockets.at(id).fd.get();
+    static thread_local uint8_t sink[64 * 1024];
+    for (int round = 0; round < 16; ++round) {  // bounded: the rest at the next wake-up
+      ssize_t r = retry_eintr([&] { return ::recv(fd, sink, sizeof sink, 0); });
+      if (r > 0) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      drop(id);  // EOF or an error: the client has let go
+      return;
+    }
+  }
+
+  // Closes draining connections whose time is up; lowers `next` to the earliest still due.
+  void expire_draining(std::optional<Clock::time_point>& next) {
+    auto now = Clock::now();
+    while (!draining.empty() && draining.front().first <= now) {
+      ConnId id = draining.front().second;
+      draining.pop_front();
+      drop(id);
+    }
+    while (!draining.empty() && !sockets.count(draining.front().second)) draining.pop_front();
+    if (!draining.empty() && (!next || draining.front().first < *next)) next = draining.front().first;
+  }
+
+  void update_interest(ConnId id) {
+    Socket& s = sockets.at(id);
     uint32_t want = EPOLLRDHUP;
-    if (!c.parked && !c.closing && c.out.size() - c.out_sent < kMaxPendingOutput) want |= EPOLLIN;
-    if (c.out_sent < c.out.size()) want |= EPOLLOUT;
-    if (want == c.events) return;
+    if (core->reading(id)) want |= EPOLLIN;
+    if (!core->output(id).empty()) want |= EPOLLOUT;
+    if (want == s.events) return;
     epoll_event ev{};
     ev.events = want;
     ev.data.u64 = id;
-    if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) == 0) c.events = want;
+    if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_MOD, s.fd.get(), &ev) == 0) s.events = want;
   }
 
-  void close_conn(ConnId id) {
-    auto it = conns.find(id);
-    if (it == conns.end()) return;
+  void drop(ConnId id) {
+    auto it = sockets.find(id);
+    if (it == sockets.end()) return;
     ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
-    conns.erase(it);
-    state.drop_connection(id);
+    bool spare = it->second.spare;
+    sockets.erase(it);
+    core->close(id);
+    if (spare) {
+      reopen_spare();
+      // Accepting paused for want of descriptors: the spare is back, so refuse the next one.
+      if (accept_paused_until) accept_paused_until = Clock::now();
+    }
   }
 };
 
@@ -335,5 +472,15 @@ TcpStoreServer::TcpStoreServer(TcpStoreServerOptions options)
 TcpStoreServer::~TcpStoreServer() = default;
 uint16_t TcpStoreServer::port() const { return impl_->port; }
 const std::string& TcpStoreServer::host() const { return impl_->opts.host; }
+
+TcpStoreServerStats TcpStoreServer::stats() const {
+  TcpStoreServerStats s;
+  s.connections = impl_->stat_connections.load(std::memory_order_relaxed);
+  s.keys = impl_->stat_keys.load(std::memory_order_relaxed);
+  s.memory_bytes = impl_->stat_memory.load(std::memory_order_relaxed);
+  s.peak_memory_bytes = impl_->stat_peak.load(std::memory_order_relaxed);
+  s.memory_limit_bytes = impl_->memory_limit;
+  return s;
+}
 
 }  // namespace spmd

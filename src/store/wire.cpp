@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "store/key_list.hpp"
+
 namespace spmd::wire {
 
 const char* op_name(Op op) {
@@ -20,6 +22,12 @@ const char* op_name(Op op) {
     case Op::Append: return "append";
   }
   return "unknown";
+}
+
+std::string describe(Op op, const std::vector<std::string>& keys) {
+  std::string s = op_name(op);
+  if (op == Op::Auth || op == Op::NumKeys) return s;
+  return s + "(" + store::key_list(keys, 4) + ")";
 }
 
 namespace {
@@ -165,13 +173,22 @@ void encode_request(const Request& r, std::vector<uint8_t>& o) {
   end_frame(o, at);
 }
 
-void encode_response(const Response& r, std::vector<uint8_t>& o) {
+void encode_answer(const Answer& a, std::vector<uint8_t>& o) {
+  size_t total = 0;
+  for (const Bytes* v : a.values) total += v->size();
+  o.reserve(o.size() + answer_frame_bytes(a.values.size(), total));
   size_t at = begin_frame(o);
-  put_u8(o, static_cast<uint8_t>(r.status));
-  put_u64(o, static_cast<uint64_t>(r.integer));
-  put_u32(o, static_cast<uint32_t>(r.values.size()));
-  for (const auto& v : r.values) put_bytes(o, v);
+  put_u8(o, static_cast<uint8_t>(a.status));
+  put_u64(o, static_cast<uint64_t>(a.integer));
+  put_u32(o, static_cast<uint32_t>(a.values.size()));
+  for (const Bytes* v : a.values) put_bytes(o, *v);
   end_frame(o, at);
+}
+
+void encode_response(const Response& r, std::vector<uint8_t>& o) {
+  Answer a{Op::NumKeys, r.status, r.integer, {}};
+  for (const auto& v : r.values) a.values.push_back(&v);
+  encode_answer(a, o);
 }
 
 bool decode_request(const uint8_t* data, size_t size, const Limits& lim, Request& r,
@@ -240,7 +257,7 @@ bool decode_response(const uint8_t* data, size_t size, Response& r, std::string&
   uint64_t integer = 0;
   uint32_t n = 0;
   bool ok = c.u8(status) && c.u64(integer) && c.u32(n);
-  if (ok && status > static_cast<uint8_t>(Status::Timeout)) ok = c.fail("unknown status");
+  if (ok && status > static_cast<uint8_t>(Status::Closed)) ok = c.fail("unknown status");
   r.values.clear();
   for (uint32_t i = 0; ok && i < n; ++i) ok = c.blob(r.values.emplace_back(), size, "value");
   if (ok && c.done()) {
@@ -250,6 +267,32 @@ bool decode_response(const uint8_t* data, size_t size, Response& r, std::string&
   }
   error = c.error();
   return false;
+}
+
+Parse parse_frame(const uint8_t* data, size_t size, size_t max_frame, const Limits& limits,
+                  Request& out) {
+  Parse p;
+  if (size < kHeaderBytes) {
+    p.bytes = kHeaderBytes;
+    return p;
+  }
+  uint32_t len = load_u32(data);
+  if (len == 0 || len > max_frame) {
+    p.kind = Parse::Kind::Invalid;
+    p.error = len == 0 ? "empty frame"
+                       : "frame of " + std::to_string(len) + " bytes exceeds the limit of " +
+                             std::to_string(max_frame);
+    return p;
+  }
+  p.bytes = kHeaderBytes + size_t(len);
+  if (size < p.bytes) return p;
+  if (decode_request(data + kHeaderBytes, len, limits, out, p.error)) {
+    p.kind = Parse::Kind::Request;
+  } else {
+    p.kind = Parse::Kind::Invalid;
+    p.error = "malformed request: " + p.error;
+  }
+  return p;
 }
 
 uint8_t* FrameReader::prepare(size_t n) {

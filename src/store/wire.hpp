@@ -33,19 +33,23 @@ enum class Op : uint8_t {
   Append = 12,     // str key · bytes value
 };
 const char* op_name(Op op);
+// "get('a')", "multi_get('a', 'b' and 3 more)", "num_keys": a request in error messages.
+std::string describe(Op op, const std::vector<std::string>& keys);
 
 enum class Status : uint8_t {
   Ok = 0,       // integer and values carry the result
-  Error = 1,    // values[0] is a message
+  Error = 1,    // values[0] is a message; the server closes the connection after it
   Timeout = 2,  // values are the keys still missing
+  Closed = 3,   // values[0] is a message: the server closed this connection (it sat idle)
+                // before reading the request, so nothing of it was applied; reconnect, resend
 };
 
 struct Limits {
   size_t max_key_bytes = 4096;
   size_t max_value_bytes = 64u << 20;
   size_t max_keys = 1u << 16;  // keys in one request
-  // A whole frame: one maximal value plus room for keys. Bounds what one connection can make
-  // the server buffer.
+  // A whole frame, request or answer: one maximal value plus room for keys. Bounds what one
+  // request can make the server buffer, and what one answer can make it build.
   size_t max_frame_bytes() const { return max_value_bytes + (1u << 20); }
 };
 
@@ -63,16 +67,43 @@ struct Response {
   std::vector<Bytes> values;
 };
 
+// The server's answer to one request, before it is encoded for the connection's protocol.
+// Its values are borrowed (from the store or the caller) and valid only while it is encoded,
+// so an answer of large values is built once, in the output buffer.
+struct Answer {
+  Op op = Op::NumKeys;  // the request answered (protocols encode answers per operation)
+  Status status = Status::Ok;
+  int64_t integer = 0;
+  std::vector<const Bytes*> values;
+};
+
 constexpr size_t kHeaderBytes = 4;
 
 // Appends one whole frame (header + payload) to `out`.
 void encode_request(const Request& r, std::vector<uint8_t>& out);
 void encode_response(const Response& r, std::vector<uint8_t>& out);
+void encode_answer(const Answer& a, std::vector<uint8_t>& out);
+// The size of the frame encode_answer would write, for values of these sizes in total.
+inline size_t answer_frame_bytes(size_t num_values, size_t value_bytes) {
+  return kHeaderBytes + 13 + 4 * num_values + value_bytes;
+}
 
 // Parses one payload. Returns false and sets `error` when it is malformed or breaks a limit.
 bool decode_request(const uint8_t* data, size_t size, const Limits& limits, Request& out,
                     std::string& error);
 bool decode_response(const uint8_t* data, size_t size, Response& out, std::string& error);
+
+// The outcome of looking for one request at the front of a byte stream.
+struct Parse {
+  enum class Kind { Request, NeedMore, Invalid };
+  Kind kind = Kind::NeedMore;
+  size_t bytes = 0;   // Request: bytes it took; NeedMore: bytes the request needs at least
+  std::string error;  // Invalid: why (the stream cannot be resynchronised after it)
+};
+// One spmd frame from the front of [data, data + size): frames over max_frame bytes are Invalid
+// as soon as their header is in.
+Parse parse_frame(const uint8_t* data, size_t size, size_t max_frame, const Limits& limits,
+                  Request& out);
 
 // Collects bytes from a stream and cuts them into frames.
 class FrameReader {

@@ -18,9 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_value_bytes = 4096;
   limits.max_keys = 16;
   std::vector<uint8_t> out;
-  store::ServerState state([&](store::ConnId, const wire::Response& r) {
+  store::MemoryBudget budget(size_t(1) << 20);
+  store::ServerState state(limits, budget, [&](store::ConnId, const wire::Answer& a) {
     out.clear();
-    wire::encode_response(r, out);
+    wire::encode_answer(a, out);
     wire::Response back;
     std::string err;
     if (!wire::decode_response(out.data() + wire::kHeaderBytes, out.size() - wire::kHeaderBytes,
@@ -45,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (k.size() > limits.max_key_bytes) std::abort();
       for (const auto& v : req.values)
         if (v.size() > limits.max_value_bytes) std::abort();
-      state.handle(conn, req, now);
+      state.handle(conn, std::move(req), now);
       now += std::chrono::milliseconds(7);
       state.expire(now);
       conn = conn % 4 + 1;

@@ -1,0 +1,36 @@
+#include "store/protocol.hpp"
+
+#include "store/torch_wire.hpp"
+
+namespace spmd::store {
+
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::Spmd: return "spmd";
+    case Protocol::Torch: return "torch TCPStore";
+    case Protocol::Unknown: break;
+  }
+  return "unknown";
+}
+
+Protocol detect_protocol(const uint8_t* data, size_t size) {
+  constexpr uint8_t kTorchLastQuery = static_cast<uint8_t>(torch_wire::Query::DeleteKey);
+  if (size == 1 && data[0] == static_cast<uint8_t>(torch_wire::Query::GetNumKeys))
+    return Protocol::Torch;
+  if (size < 5) return Protocol::Unknown;
+  return data[4] == 0 && data[0] <= kTorchLastQuery ? Protocol::Torch : Protocol::Spmd;
+}
+
+wire::Parse parse_request(Protocol p, const uint8_t* data, size_t size, size_t max_bytes,
+                          const wire::Limits& limits, wire::Request& out) {
+  if (p == Protocol::Torch) return torch_wire::parse_query(data, size, max_bytes, limits, out);
+  return wire::parse_frame(data, size, max_bytes - wire::kHeaderBytes, limits, out);
+}
+
+bool encode_answer(Protocol p, const wire::Answer& a, std::vector<uint8_t>& out) {
+  if (p == Protocol::Torch) return torch_wire::encode_answer(a, out);
+  wire::encode_answer(a, out);
+  return true;
+}
+
+}  // namespace spmd::store
