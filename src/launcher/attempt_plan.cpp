@@ -59,6 +59,13 @@ const std::vector<std::string>& launch_variable_names() {
 std::vector<std::string> worker_environment(const Options& o, const AttemptPlan& plan,
                                             const RankEntry& e, char** base_environ,
                                             const std::string& error_file) {
+  // torch's workers use the launcher's store (it speaks torch's TCPStore protocol too) instead
+  // of starting their own, as under torchrun's static rendezvous: MASTER_ADDR/PORT point at it
+  // and torch keys its rendezvous under /worker/attempt_<TORCHELASTIC_RESTART_COUNT>. Not with
+  // c10d, whose membership rounds keep the restart count (as torchrun, torch's rank 0 then hosts
+  // its own store at MASTER_PORT), nor with SPMD_STORE_TOKEN (torch's client cannot present it).
+  const bool agent_store = !plan.store_addr.empty() && o.rdzv_backend != RdzvBackend::C10d &&
+                           std::getenv("SPMD_STORE_TOKEN") == nullptr;
   std::map<std::string, std::string> set{
       {"LOCAL_RANK", std::to_string(e.local_rank)},
       {"RANK", std::to_string(e.global_rank)},
@@ -70,14 +77,12 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
       {"WORLD_SIZE", std::to_string(e.world_size)},
       {"GROUP_WORLD_SIZE", std::to_string(plan.table.nnodes())},
       {"ROLE_WORLD_SIZE", std::to_string(e.world_size)},
-      {"MASTER_ADDR", plan.master_addr},
-      {"MASTER_PORT", std::to_string(plan.master_port)},
+      {"MASTER_ADDR", agent_store ? plan.store_addr : plan.master_addr},
+      {"MASTER_PORT", std::to_string(agent_store ? plan.store_port : plan.master_port)},
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(plan.restart_count)},
       {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts)},
       {"TORCHELASTIC_RUN_ID", plan.run_id},
-      // Workers never share the launcher's store with torch: torch's rank 0 hosts its own
-      // TCPStore at MASTER_PORT (as torchrun's c10d/standalone modes do).
-      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"TORCHELASTIC_USE_AGENT_STORE", agent_store ? "True" : "False"},
       {"NODE_RANK", std::to_string(plan.node_rank)},
   };
   // torchrun's per-worker error file: a worker's @record writes its exception there. Without

@@ -27,8 +27,8 @@ Rendezvous:
                             single node anyway); MASTER_ADDR is the host's name, like torchrun
   --master-addr HOST        node 0's address (default 127.0.0.1)
   --master-port PORT        where node 0's spmdrun hosts the launcher store (static rendezvous;
-                            required with --nnodes > 1). Workers get a different free
-                            MASTER_PORT for PyTorch's own store
+                            required with --nnodes > 1). PyTorch workers use it too
+                            (MASTER_ADDR/PORT, TORCHELASTIC_USE_AGENT_STORE=True)
   --rdzv-backend static|c10d
                             static (default): fixed nodes and node ranks; c10d: nodes join at
                             --rdzv-endpoint and get node ranks in join order
@@ -82,7 +82,7 @@ spmd extras:
 
 Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
-  TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE=False
+  TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE
   TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
   NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
   (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.

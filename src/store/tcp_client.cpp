@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -225,14 +226,29 @@ struct TcpStore::Impl {
   ~Impl() {
     // Read the outstanding answers before closing: closing with unread data would reset the
     // connection, and a refused set deserves at least a log line.
-    if (!fd || unacked == 0) return;
-    try {
-      std::lock_guard<std::mutex> lock(mu);
-      Request none;
-      settle(none, Deadline(std::min<std::chrono::milliseconds>(opts.timeout, kAnswerGrace)));
-    } catch (const std::exception& e) {
-      SPMD_LOG(Warn) << "closing the store client: " << e.what();
+    if (fd && unacked != 0) {
+      try {
+        std::lock_guard<std::mutex> lock(mu);
+        Request none;
+        settle(none, Deadline(std::min<std::chrono::milliseconds>(opts.timeout, kAnswerGrace)));
+      } catch (const std::exception& e) {
+        SPMD_LOG(Warn) << "closing the store client: " << e.what();
+      }
     }
+    if (server) linger();
+  }
+
+  // A process that hosts the store (rank 0 without a launcher) keeps it a little while other
+  // clients are still connected: a rank that fails fast (say, on a Mismatch) must not take the
+  // store away from peers that still need it to learn why (SPMD_STORE_LINGER seconds, default 5).
+  void linger() {
+    drop_connection();
+    auto secs = env::get_seconds("SPMD_STORE_LINGER").value_or(5.0);
+    Deadline until(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000)));
+    size_t others = server->stats().connections;
+    if (others > 0) SPMD_LOG(Info) << "store server: waiting up to " << secs << " s for " << others << " client(s) to leave";
+    while (server->stats().connections > 0 && !until.expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a counter; nothing to wait on
   }
 
   [[noreturn]] void protocol_error(const Request& req, const std::string& what) {

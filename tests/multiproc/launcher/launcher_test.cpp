@@ -47,10 +47,11 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
     EXPECT_EQ(v["TORCHELASTIC_RESTART_COUNT"], "0");
     EXPECT_EQ(v["TORCHELASTIC_MAX_RESTARTS"], "0");
     EXPECT_EQ(v["TORCHELASTIC_RUN_ID"], "none");
-    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    // torch's workers use spmdrun's store (it speaks torch's protocol too).
+    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "True");
     EXPECT_EQ(v["SPMD_STORE_ADDR"], "127.0.0.1");
     EXPECT_GT(std::stoi(v["SPMD_STORE_PORT"]), 0);
-    EXPECT_NE(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
+    EXPECT_EQ(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
     EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
     // A per-worker error file, in a temporary directory of the job's that is gone afterwards.
@@ -106,7 +107,8 @@ TEST(Launcher, TwoNodesStaticThreePlusOne) {
     EXPECT_EQ(v["GROUP_WORLD_SIZE"], "2");
     EXPECT_EQ(v["MASTER_ADDR"], "127.0.0.1");
     EXPECT_EQ(v["MASTER_PORT"], all[0]["MASTER_PORT"]);
-    EXPECT_NE(v["MASTER_PORT"], port);
+    EXPECT_EQ(v["MASTER_PORT"], port);  // torch's workers use node 0's spmdrun store
+    EXPECT_EQ(v["TORCHELASTIC_USE_AGENT_STORE"], "True");
     EXPECT_EQ(v["SPMD_STORE_ADDR"], "127.0.0.1");
     EXPECT_EQ(v["SPMD_STORE_PORT"], port);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/job42/0");
