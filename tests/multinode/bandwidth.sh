@@ -9,7 +9,7 @@
 #   --smoke: one 4 MiB size, 2 iterations (ctest: the path works and the results are right)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-BIN=$1
+BIN=$(cd "$1" && pwd)
 shift
 SPMDRUN=$BIN/spmdrun
 source "$here/cluster.sh"

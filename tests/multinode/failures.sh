@@ -10,7 +10,7 @@
 # Usage: failures.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-BIN=$1
+BIN=$(cd "$1" && pwd)
 SPMDRUN=$BIN/spmdrun
 source "$here/cluster.sh"
 source "$here/jobs.sh"

@@ -11,7 +11,7 @@
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-BIN=$1
+BIN=$(cd "$1" && pwd)
 shift
 SPMDRUN=$BIN/spmdrun
 source "$here/cluster.sh"

@@ -9,7 +9,7 @@
 # Usage: ssh.sh BIN_DIR   (exit 77 = skipped: no namespaces or no sshd here)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-BIN=$1
+BIN=$(cd "$1" && pwd)
 SPMDRUN=$BIN/spmdrun
 source "$here/cluster.sh"
 source "$here/jobs.sh"
@@ -91,10 +91,9 @@ echo "ok: a rank's exit code 3 and its report come back through ssh"
 passed=$((passed + 1))
 
 # 3. Stopping the head stops every node (ssh -tt: the remote launcher gets SIGHUP).
-on_node 0 "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH -tt" --grace-period 2 --no-python \
-  sh -c 'echo "rank $RANK running"; exec sleep 300' >"$WORK/term" 2>&1 &
-head_pid=$!
-MN_BG_PIDS+=("$head_pid")
+bg_on_node 0 "$WORK/term" "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH -tt" --grace-period 2 --no-python \
+  sh -c 'echo "rank $RANK running"; exec sleep 300'
+head_pid=$BG_PID
 six_running() { [[ $(grep -c 'running' "$WORK/term") == 6 ]]; }
 wait_until 60 six_running || fail "the job never started: $(cat "$WORK/term")"
 kill -TERM "$head_pid"
