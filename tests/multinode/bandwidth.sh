@@ -33,20 +33,29 @@ rate_mbps=$(tc -n "$(mn_ns 0)" qdisc show dev eth0 | grep -oE 'rate [0-9.]+[GMK]
   v = $2; u = substr(v, length(v) - 3, 1); sub(/[GMK]bit/, "", v); print v * (u == "G" ? 1000 : u == "K" ? 0.001 : 1) }')
 echo "links: tbf rate ${rate_mbps} Mbit/s each way ($(tc -n "$(mn_ns 0)" qdisc show dev eth0 | head -1)); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-for nproc in 1 2; do
-  name=bw$nproc
-  static_job "$name" 3 "$nproc" "$BIN/spmd-bench" -c all_reduce -s "$sizes" -n "$iters" -w "$warm" ||
-    fail "spmd-bench on 3 nodes x $nproc failed: $(all_output "$name" | tail -30)"
-  echo "== 3 nodes x $nproc rank(s):"
-  cat "$WORK/$name.0"
-  all_output "$name" | awk '/^ *[0-9]/ && $NF != 0 { bad = 1 } END { exit bad }' || fail "wrong results: $(all_output "$name")"
-  # size(B) count type op root time(us) algbw(GB/s) busbw(GB/s) #wrong: per-link busbw over N = 3 nodes.
-  awk -v rate="$rate_mbps" '/^ *[0-9]/ {
-      algbw = $(NF - 2); link = algbw * 2 * 2 / 3 * 8000;  # GB/s -> Mbit/s, ring factor 2(N-1)/N, N = 3
-      printf "   %s B: algbw %.4f GB/s, per-link busbw %.0f Mbit/s = %.1f%% of the link rate\n", $1, algbw, link, 100 * link / rate }' "$WORK/$name.0"
-done
+# bench NAME NPROC COLLECTIVE FACTOR: spmd-bench on 3 nodes; prints its table and each size's
+# per-link rate (algbw * FACTOR) against the link's.
+bench() {
+  local name=$1 nproc=$2 coll=$3 factor=$4
+  on_node 0 nstat -n >/dev/null
+  static_job "$name" 3 "$nproc" "$BIN/spmd-bench" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
+    fail "spmd-bench $coll on 3 nodes x $nproc failed: $(all_output "$name" | tail -30)"
+  echo "== $coll, 3 nodes x $nproc rank(s) (node0 retransmitted $(on_node 0 nstat -az TcpRetransSegs | awk '$1 == "TcpRetransSegs" {print $2}') TCP segments):"
+  grep -E '^\[0\]:( |#)' "$WORK/$name.0" | sed 's/^\[0\]://'
+  all_output "$name" | sed 's/^\[[0-9]*\]://' | awk '/^ *[0-9]/ && $NF != 0 { bad = 1 } END { exit bad }' ||
+    fail "wrong results: $(all_output "$name")"
+  sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk -v rate="$rate_mbps" -v f="$factor" '/^ *[0-9]/ {
+      link = $(NF - 2) * f * 8000;  # algbw GB/s -> Mbit/s each link carries
+      printf "   %s B: %.0f Mbit/s per link = %.1f%% of the link rate\n", $1, link, 100 * link / rate }'
+}
+# A ring all_reduce over N = 3 nodes moves 2(N-1)/N = 4/3 of the buffer over each link; the
+# send/recv ring (rank r to r+1) one buffer: one TCP stream per link, the baseline.
+bench sendrecv 1 sendrecv 1
+bench ar1 1 all_reduce 1.3333333
+bench ar2 2 all_reduce 1.3333333
 # Which algorithm each phase used (one TRACE run of the largest size, 1 iteration).
 SPMD_DEBUG=TRACE static_job trace 3 2 "$BIN/spmd-bench" -c all_reduce -s "${sizes##*,}" -n 1 -w 0 >/dev/null ||
   fail "trace run failed: $(all_output trace | tail -20)"
-echo "algorithms (3 x 2, ${sizes##*,}): $(all_output trace | grep -oE 'via [a-z_]+|hier[a-z_ ]*(ring|recursive|doubling)[a-z_ ]*' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+echo "algorithms (3 x 2, ${sizes##*,}, calls per rank over the run): $(all_output trace | grep -oE 'via [a-z_]+' |
+  grep -v 'via env' | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 echo "multinode bandwidth: 1 passed, 0 failed"
