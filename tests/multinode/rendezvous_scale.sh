@@ -6,8 +6,9 @@
 # spmdrun that bound the endpoint) and the number of open connections are sampled while the
 # job runs. Prints one line per N, e.g.
 #   nodes 256: 14.2 s, store: 768 connections (peak 512 open), 81234 segments in, peak RSS 9.1 MiB
-# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd]
-#   (spmd: spmd_elastic_worker, i.e. spmd::init + an all_reduce over all N ranks)
+# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS]
+#   --worker spmd: spmd_elastic_worker, i.e. spmd::init + an all_reduce over all N ranks;
+#   --hold S: workers sleep S seconds, so the launchers' heartbeats run for that long.
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +22,7 @@ sizes=()
 while (($#)); do
   case $1 in
     --worker) [[ $2 == spmd ]] && worker=("$BIN/spmd_elastic_worker"); shift 2 ;;
+    --hold) worker=(--no-python sleep "$2"); shift 2 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
