@@ -8,12 +8,9 @@
 # Usage: bandwidth.sh BIN_DIR [--smoke] [-s SIZES] [-n ITERS]
 #   --smoke: one 4 MiB size, 2 iterations (ctest: the path works and the results are right)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
+source "$(dirname "$0")/jobs.sh"
+bin_dir=$1
 shift
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
 sizes=16M,64M iters=5 warm=1
 while (($#)); do
   case $1 in
@@ -23,10 +20,7 @@ while (($#)); do
     *) echo "bandwidth.sh: unknown argument $1"; exit 2 ;;
   esac
 done
-cluster_require || exit 77
-WORK=$(mktemp -d)
-MN_EXTRA_CLEANUP="rm -rf $WORK"
-cluster_up 3 || fail "cannot build the cluster"
+mn_setup "$bin_dir" 3
 export SPMD_TIMEOUT=120
 MN_JOB_TIMEOUT=500
 rate_mbps=$(tc -n "$(mn_ns 0)" qdisc show dev eth0 | grep -oE 'rate [0-9.]+[GMK]bit' | awk '{

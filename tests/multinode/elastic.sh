@@ -8,15 +8,8 @@
 #     world of 4 (restart count 1, --max-restarts 1).
 # Usage: elastic.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
-cluster_require || exit 77
-WORK=$(mktemp -d)
-MN_EXTRA_CLEANUP="rm -rf $WORK"
-cluster_up 3 || fail "cannot build the cluster"
+source "$(dirname "$0")/jobs.sh"
+mn_setup "$1" 3
 export SPMD_TIMEOUT=60
 passed=0
 

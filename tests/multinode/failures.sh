@@ -9,15 +9,8 @@
 #     report; node 2 ends too (it can reach nobody).
 # Usage: failures.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
-cluster_require || exit 77
-WORK=$(mktemp -d)
-MN_EXTRA_CLEANUP="rm -rf $WORK"
-cluster_up 3 || fail "cannot build the cluster"
+source "$(dirname "$0")/jobs.sh"
+mn_setup "$1" 3
 passed=0
 
 # start_loop NAME [spmdrun flags]: the all_reduce loop on 3 nodes × 2, static rendezvous, in the

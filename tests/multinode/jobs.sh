@@ -1,8 +1,30 @@
 # Jobs on the emulated cluster (cluster.sh): one spmdrun per node, outputs in $WORK, and checks.
-# Sourced after cluster.sh; needs SPMDRUN (the binary) and WORK (a scratch directory).
+# A test script starts with
+#   source "$(dirname "$0")/jobs.sh"
+#   mn_setup "$1" 3 [TOOL...]    # BIN, SPMDRUN, WORK set; 3 nodes up; exit 77 when impossible
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 
 MN_PORT=29500                     # the launcher store's port on node 0 (each node has its own ports)
 MN_JOB_TIMEOUT=${MN_JOB_TIMEOUT:-120}
+
+# mn_setup BIN_DIR NNODES [TOOL...]: the common start of a test. Exits 77 (skipped) with a
+# line saying why where namespaces cannot be made or a TOOL is missing; NNODES 0 = no cluster.
+mn_setup() {
+  BIN=$(cd "$1" && pwd)
+  SPMDRUN=$BIN/spmdrun
+  local n=$2 tool
+  shift 2
+  cluster_require || exit 77
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null ||
+      { echo "SKIP: '$tool' is missing (scripts/install-deps.sh installs it)"; exit 77; }
+  done
+  WORK=$(mktemp -d)
+  chmod 755 "$WORK"  # daemons' children (slurmd's steps, ssh sessions) read from here
+  MN_EXTRA_CLEANUP="rm -rf $WORK"
+  if ((n > 0)); then cluster_up "$n" || fail "cannot build the cluster"; fi
+  return 0
+}
 
 fail() {
   echo "FAIL: $*"

@@ -11,25 +11,19 @@
 #   --hold S: workers sleep S seconds, so the launchers' heartbeats run for that long.
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
+source "$(dirname "$0")/jobs.sh"
+bin_dir=$1
 shift
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
 worker=(--no-python true)
 sizes=()
 while (($#)); do
   case $1 in
-    --worker) [[ $2 == spmd ]] && worker=("$BIN/spmd_elastic_worker"); shift 2 ;;
+    --worker) [[ $2 == spmd ]] && worker=("$(cd "$bin_dir" && pwd)/spmd_elastic_worker"); shift 2 ;;
     --hold) worker=(--no-python sleep "$2"); shift 2 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
-cluster_require || exit 77
-command -v nstat >/dev/null || { echo "SKIP: nstat is missing (iproute2)"; exit 77; }
-WORK=$(mktemp -d)
-MN_EXTRA_CLEANUP="rm -rf $WORK"
+mn_setup "$bin_dir" 0 nstat
 MN_RATE="" cluster_up 1 || fail "cannot make the namespace"
 ulimit -n 65536 2>/dev/null || true
 PORT=29400

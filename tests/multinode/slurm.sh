@@ -11,19 +11,8 @@
 #  4. the sbatch script of docs/multinode.md (srun + spmdrun + train_mlp), sbatch --wait.
 # Usage: slurm.sh BIN_DIR   (exit 77 = skipped: no namespaces or no Slurm here)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
-cluster_require || exit 77
-for tool in slurmctld slurmd srun sbatch sinfo; do
-  command -v "$tool" >/dev/null || { echo "SKIP: '$tool' is missing (scripts/install-deps.sh installs slurmctld, slurmd and slurm-client)"; exit 77; }
-done
-WORK=$(mktemp -d)
-chmod 755 "$WORK"  # slurmd's steps read the configuration and scripts from here
-MN_EXTRA_CLEANUP="rm -rf $WORK"
-cluster_up 3 || fail "cannot build the cluster"
+source "$(dirname "$0")/jobs.sh"
+mn_setup "$1" 3 slurmctld slurmd srun sbatch sinfo
 passed=0
 
 # The cluster's configuration: everything under $WORK, nothing in /etc/slurm.

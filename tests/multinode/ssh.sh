@@ -8,19 +8,8 @@
 #  4. mpirun across the nodes through the same ssh (Open MPI's rsh launcher), when installed.
 # Usage: ssh.sh BIN_DIR   (exit 77 = skipped: no namespaces or no sshd here)
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-BIN=$(cd "$1" && pwd)
-SPMDRUN=$BIN/spmdrun
-source "$here/cluster.sh"
-source "$here/jobs.sh"
-cluster_require || exit 77
-for tool in /usr/sbin/sshd ssh ssh-keygen; do
-  command -v "$tool" >/dev/null || { echo "SKIP: '$tool' is missing (scripts/install-deps.sh installs openssh-server/-client)"; exit 77; }
-done
-WORK=$(mktemp -d)
-chmod 755 "$WORK"
-MN_EXTRA_CLEANUP="rm -rf $WORK"
-cluster_up 3 || fail "cannot build the cluster"
+source "$(dirname "$0")/jobs.sh"
+mn_setup "$1" 3 /usr/sbin/sshd ssh ssh-keygen
 passed=0
 SSH_PORT=2222
 
@@ -67,16 +56,22 @@ printf 'node0 slots=2\nnode1 slots=2\n# a comment\nnode2:2\n' >"$WORK/hosts"
 cd "$WORK"  # the remote command starts with `cd <this directory>`
 export SPMD_TIMEOUT=60
 
+# expect_placement NAME: hello_ranks in $WORK/NAME ran ranks 2i and 2i+1 on node i.
+expect_placement() {
+  local r
+  for r in 0 1 2 3 4 5; do
+    grep -qE "hello from rank $r of 6: local rank $((r % 2)) of 2, node $((r / 2)) of 3, host node$((r / 2))\$" "$WORK/$1" ||
+      fail "$1: rank $r is not on node$((r / 2)): $(cat "$WORK/$1")"
+  done
+}
+
 # 1. The collectives check through ssh; hello_ranks shows which host each rank ran on.
 on_node 0 timeout -s KILL 120 "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH" --nproc-per-node 2 \
   "$BIN/spmd_collectives_worker" check >"$WORK/check" 2>&1 || fail "head-node check failed: $(tail -30 "$WORK/check")"
 [[ $(grep -cE 'rank [0-5] ok' "$WORK/check") == 6 ]] || fail "head-node check: $(tail -30 "$WORK/check")"
 on_node 0 timeout -s KILL 120 "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH" "$BIN/hello_ranks" >"$WORK/hello" 2>&1 ||
   fail "head-node hello failed: $(tail -30 "$WORK/hello")"
-for r in 0 1 2 3 4 5; do
-  grep -qE "hello from rank $r of 6: local rank $((r % 2)) of 2, node $((r / 2)) of 3, host node$((r / 2))\$" "$WORK/hello" ||
-    fail "rank $r is not where the hostfile puts it: $(cat "$WORK/hello")"
-done
+expect_placement hello
 echo "ok: --hostfile over ssh: collectives check and rank placement on 3 nodes x 2"
 passed=$((passed + 1))
 
@@ -113,10 +108,7 @@ if command -v mpirun >/dev/null; then
     --mca plm_rsh_agent "$RSH" --mca oob_tcp_if_include eth0 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
     -x MASTER_ADDR=node0 -x MASTER_PORT=29600 -x SPMD_TIMEOUT -x PATH \
     "$BIN/hello_ranks" >"$WORK/mpirun" 2>&1 || fail "mpirun across nodes failed: $(tail -30 "$WORK/mpirun")"
-  for r in 0 1 2 3 4 5; do
-    grep -qE "hello from rank $r of 6: local rank $((r % 2)) of 2, node $((r / 2)) of 3, host node$((r / 2))\$" "$WORK/mpirun" ||
-      fail "mpirun: rank $r: $(cat "$WORK/mpirun")"
-  done
+  expect_placement mpirun
   echo "ok: mpirun -np 6 across 3 nodes through ssh"
   passed=$((passed + 1))
 else
