@@ -10,6 +10,9 @@ core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchma
 # multi-node (network namespace) and no-orphan tests; PyTorch for interop tests; LibTorch
 # (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter.
 tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev)
+# The emulated cluster (tests/multinode): ping to check its links, a real ssh for head-node
+# mode, Slurm's controller, node daemon and srun/sbatch (AuthType=auth/none: no munge needed).
+tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client)
 # Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd; matplotlib for
 # bench/plot.py (spmd-bench --plot, compare.sh's busbw.png and its ctest smoke test).
 bench=(openmpi-bin libopenmpi-dev python3-matplotlib)

@@ -19,6 +19,8 @@ struct Topology {
   int local_world_size = 1;
   int node_rank = 0;
   int nnodes = 1;
+  // Where rank 0 hosts the store: MASTER_ADDR/MASTER_PORT; under Slurm without them, the
+  // first host of the step's node list and slurm_master_port(SLURM_JOB_ID, SLURM_STEP_ID).
   std::string master_addr;  // empty when the environment names none
   int master_port = 0;      // 0 when the environment names none
   LaunchSource source = LaunchSource::Single;
@@ -30,6 +32,11 @@ struct Topology {
   // Same, from a given map of variables (for tests).
   static Topology from_env(const std::map<std::string, std::string>& env);
 };
+
+// The port a Slurm job's rank 0 (or spmdrun's node 0) listens on when MASTER_PORT is not
+// given: 10000 + (job_id mod 1100) * 20 + step_id mod 20, the same on every node of the job,
+// different for up to 20 steps of one job and below Linux's ephemeral port range.
+int slurm_master_port(int64_t job_id, int64_t step_id);
 
 // Expands a Slurm-style host list: "node[01-04,7],gpu3" -> node01 node02 node03 node04 node7
 // gpu3. Zero padding of ranges is kept. Bad syntax raises Error(InvalidArgument).

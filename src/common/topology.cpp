@@ -11,7 +11,8 @@
 //                     (or SLURM_JOB_NUM_NODES), tasks per node from SLURM_STEP_TASKS_PER_NODE,
 //                     SLURM_TASKS_PER_NODE ("2(x3),1") or SLURM_NTASKS_PER_NODE; the master
 //                     is the first host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST unless
-//                     MASTER_ADDR is set.
+//                     MASTER_ADDR is set, and its port slurm_master_port(SLURM_JOB_ID,
+//                     SLURM_STEP_ID) unless MASTER_PORT is set (every task computes the same).
 //   PMI (MPICH/Hydra) PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS.
 // MASTER_ADDR / MASTER_PORT are honoured with every source.
 #include <unistd.h>
@@ -221,6 +222,14 @@ Topology from_slurm(const Vars& v) {
       break;
     }
   }
+  // Task 0 runs on the first node of the step, so every task can name the store's place.
+  if (t.master_port == 0 && v.has("SLURM_JOB_ID")) {
+    auto job = v.num("SLURM_JOB_ID");
+    // SLURM_STEP_ID is a number in srun's tasks ("batch"/"extern" steps run no tasks of ours).
+    auto step = v.str("SLURM_STEP_ID").find_first_not_of("0123456789") == std::string::npos ? v.num("SLURM_STEP_ID")
+                                                                                              : std::nullopt;
+    t.master_port = slurm_master_port(*job, step.value_or(0));
+  }
   return t;
 }
 
@@ -229,6 +238,12 @@ Topology from_pmi(const Vars& v) {
 }
 
 }  // namespace
+
+int slurm_master_port(int64_t job_id, int64_t step_id) {
+  // 10000-31999: below Linux's ephemeral range (32768-60999), where an outgoing connection
+  // could already hold the port; 20 steps of a job get different ports.
+  return static_cast<int>(10000 + (job_id % 1100) * 20 + step_id % 20);
+}
 
 Topology Topology::from_env(const std::map<std::string, std::string>& env) {
   Vars v(env);

@@ -1,5 +1,7 @@
 // spmd::init(): the world group from the environment (env://), a master address (tcp://), a
 // shared file (file://) or a ready store. One world per process; destroy() ends it.
+#include <stdlib.h>
+
 #include <mutex>
 #include <optional>
 
@@ -73,6 +75,15 @@ ProcessGroup& init(InitOptions options) {
         auto mport = env::get("MASTER_PORT");
         if ((!master || !mport) && (launcherless_path = launcherless_store_path(topo))) {
           store = std::make_shared<FileStore>(*launcherless_path);
+        } else if ((!master || !mport) && !topo.master_addr.empty() && topo.master_port > 0) {
+          // Derived from the launcher's variables (Slurm across nodes: the step's first host).
+          SPMD_LOG(Info) << "rendezvous at " << topo.master_addr << ":" << topo.master_port << " (from "
+                         << launch_source_name(topo.source) << "'s variables; MASTER_ADDR/MASTER_PORT override)";
+          store = master_store(topo.master_addr, static_cast<uint16_t>(topo.master_port), options.rank, options.timeout);
+          // Exported as torch's Slurm integrations do: the TCP transport listens on the address
+          // that routes to MASTER_ADDR, and the program sees where its store is.
+          ::setenv("MASTER_ADDR", topo.master_addr.c_str(), 0);
+          ::setenv("MASTER_PORT", std::to_string(topo.master_port).c_str(), 0);
         } else if (!master || !mport) {
           if (options.world_size != 1)
             raise(ErrorKind::InvalidArgument,

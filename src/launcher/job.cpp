@@ -77,7 +77,10 @@ int run_job(Options o) {
       }
       if (!interrupted && !verdict.stop_job && !verdict.rejoin && restarts < o.max_restarts) {
         rdzv->acknowledge(true);
-        std::string why = verdict.local_root ? summarize_root_cause(host, outcome) : verdict.remote_cause;
+        // A round this node's watcher failed (another node's heartbeat stood still) has its
+        // cause in the verdict, not in this node's (stopped, not failed) workers.
+        bool own_failure = verdict.local_root && outcome.kind != AttemptOutcome::Kind::StoppedByPeer;
+        std::string why = own_failure ? summarize_root_cause(host, outcome) : verdict.remote_cause;
         ++restarts;
         say("spmdrun: round " + std::to_string(plan.round) + " failed (" + why + "); restarting (" +
             std::to_string(restarts) + " of " + std::to_string(o.max_restarts) + " restarts)\n");

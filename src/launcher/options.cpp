@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "launcher/slurm_step.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -48,7 +49,7 @@ int cpu_count() {
 
 // The text forms, kept until every flag is read, then checked together.
 struct Raw {
-  std::string nnodes = "1:1";
+  std::string nnodes;  // empty = not given: 1, or the srun step's node count
   std::string nproc_per_node = "1";
   std::string redirects = "0";
   std::string tee = "0";
@@ -56,6 +57,7 @@ struct Raw {
   std::string rdzv_conf;
   std::string local_ranks_filter;
   std::string node_rank, master_port, max_restarts, monitor_interval, grace_period;
+  bool rdzv_id_given = false;
 };
 
 struct Flag {
@@ -95,7 +97,10 @@ const std::vector<Flag>& flags() {
     toggle("standalone", {}, [](Options& o, Raw&, const std::string&) { o.standalone = true; });
     value("rdzv_backend", {}, [](Options&, Raw& r, const std::string& v) { r.rdzv_backend = v; });
     value("rdzv_endpoint", {}, [](Options& o, Raw&, const std::string& v) { o.rdzv_endpoint = v; });
-    value("rdzv_id", {}, [](Options& o, Raw&, const std::string& v) { o.rdzv_id = v; });
+    value("rdzv_id", {}, [](Options& o, Raw& r, const std::string& v) {
+      o.rdzv_id = v;
+      r.rdzv_id_given = true;
+    });
     value("rdzv_conf", {}, [](Options&, Raw& r, const std::string& v) { r.rdzv_conf = v; });
     value("max_restarts", {}, [](Options&, Raw& r, const std::string& v) { r.max_restarts = v; });
     value("monitor_interval", {}, [](Options&, Raw& r, const std::string& v) { r.monitor_interval = v; });
@@ -188,9 +193,30 @@ void parse_ranks_filter(Options& o, const std::string& v) {
   }
 }
 
+// Under srun (one spmdrun per node), what the flags leave open comes from the step: nodes,
+// node rank, node 0's host and a port derived from the job (see slurm_step.hpp).
+void apply_slurm_step(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
+  if (o.standalone || !o.hostfile.empty()) return;
+  auto step = slurm_step(env);
+  if (!step || step->nnodes < 2) return;  // one node: free ports, as without Slurm
+  if (step->tasks_on_node > 1 && r.nnodes.empty())
+    usage_error("srun started " + std::to_string(step->tasks_on_node) + " tasks of spmdrun on node " +
+                std::to_string(step->node_rank) + " of the step; spmdrun starts a node's processes itself: "
+                "use srun --ntasks-per-node 1 and spmdrun --nproc-per-node N");
+  if (r.nnodes.empty()) r.nnodes = std::to_string(step->nnodes);
+  if (r.node_rank.empty()) r.node_rank = std::to_string(step->node_rank);
+  if (!o.master_addr_given) {
+    o.master_addr = step->first_host;
+    o.master_addr_given = true;
+  }
+  if (r.master_port.empty()) r.master_port = std::to_string(step->port);
+  if (!r.rdzv_id_given) o.rdzv_id = step->job_id;
+}
+
 // Checks the flags together, after PET_* defaults and the command line are both applied.
-void finish(Options& o, const Raw& r) {
-  parse_nnodes(o, r.nnodes);
+void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
+  apply_slurm_step(o, r, env);
+  parse_nnodes(o, r.nnodes.empty() ? "1" : r.nnodes);
   parse_nproc(o, r.nproc_per_node);
   if (!r.node_rank.empty()) o.node_rank = to_int("--node-rank", r.node_rank);
   if (!r.master_port.empty()) {
@@ -330,7 +356,7 @@ ParseResult parse_options(const std::vector<std::string>& args,
     o.program = args[i];
     o.program_args.assign(args.begin() + static_cast<long>(i) + 1, args.end());
   }
-  finish(o, raw);
+  finish(o, raw, env);
   return result;
 }
 

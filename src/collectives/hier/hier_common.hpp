@@ -2,6 +2,8 @@
 // through shared memory, and the hosts' representatives as a transport of their own.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "collectives/algorithm.hpp"
@@ -16,11 +18,20 @@ constexpr size_t kLocalSingleCopy = 256 << 10;
 
 // Runs a shared-memory algorithm on this host's members (local indices) as phase `phase` of
 // the call. Nothing to do when this host has one member.
+// Members other than the host's leader wait here while the leader is in the inter-host phase:
+// they give up a little after the leader would (timeout/10, 1-30 s later), so that when a
+// remote host stalls, the leader's Timeout naming the remote rank reaches them through the
+// segment's abort record first, instead of their own Timeout blaming the (healthy) leader.
 template <typename Fn>
 void on_host(AlgoContext& c, uint16_t phase, const CollArgs& args, Fn&& algorithm) {
   if (!c.shm) return;
   OpContext op = c.op;
   op.phase = phase;
+  if (!c.loc.is_leader()) {
+    auto margin = std::clamp(op.timeout / 10, std::chrono::milliseconds(1000), std::chrono::milliseconds(30000));
+    if (op.deadline.time_point() < Deadline::never().time_point() - margin)
+      op.deadline = Deadline::at(op.deadline.time_point() + margin);
+  }
   AlgoContext local{op, c.loc, c.net};
   local.shm = c.shm;
   local.cma = c.cma;

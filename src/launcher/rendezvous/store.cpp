@@ -92,7 +92,7 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
     co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
     try {
       auto client = std::make_unique<TcpStore>(co);
-      client->set_timeout(kCallTimeout);
+      client->set_timeout(call_timeout());
       return client;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout || deadline.expired())
@@ -177,10 +177,16 @@ void StoreRendezvous::wait_until(const std::function<bool()>& done, const std::f
   }
 }
 
+std::chrono::milliseconds StoreRendezvous::call_timeout() const {
+  auto peer = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  return std::clamp(peer, milliseconds(5000), kCallTimeout);
+}
+
 void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) {
   try {
     publish_failure("fail", local.exit_code, cause);
   } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Timeout) store_unreachable_ = true;
     SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes about the failure: " << message_of(e);
   }
 }
@@ -198,6 +204,17 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
   Verdict v;
   std::string over_key = key("over");
   std::string value;
+  auto lost_store = [&](const std::string& why) {
+    v.ok = false;
+    v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
+    v.local_root = true;  // nobody else can report it
+    v.remote_cause = "lost the launcher store (" + why + ")";
+    v.stop_job = true;
+    return v;
+  };
+  if (store_unreachable_)
+    return lost_store("the store at " + store_host_ + ":" + std::to_string(store_port_) + " did not answer within " +
+                      std::to_string(call_timeout().count() / 1000) + " s; is this node cut off from it?");
   try {
     if (local.kind == Kind::Succeeded) {
       if (store_->add(key("done"), 1) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
@@ -248,12 +265,8 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
     if (parts.size() > 1 && parts[1] != std::to_string(node_rank_) && store_->check({key("error" + parts[1])}))
       v.error_json = store_->get_string(key("error" + parts[1]));
   } catch (const Error& e) {
-    v.ok = false;
-    v.exit_code = local.exit_code != 0 ? local.exit_code : 1;
-    v.local_root = true;  // nobody else can report it
-    v.remote_cause = "lost the launcher store (" + message_of(e) + ")";
-    v.stop_job = true;
-    return v;
+    if (e.kind() == ErrorKind::Timeout) store_unreachable_ = true;
+    return lost_store(message_of(e));
   }
   if (value == "ok") return v;
   auto parts = split_fields(value, '|', 4);
@@ -267,6 +280,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
 }
 
 void StoreRendezvous::acknowledge(bool rejoin) {
+  if (store_unreachable_) return;
   try {
     store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
   } catch (const Error& e) {
@@ -277,7 +291,7 @@ void StoreRendezvous::acknowledge(bool rejoin) {
 void StoreRendezvous::finish(bool job_over) {
   stop_watcher();
   finishing_ = true;
-  if (!store_) return;
+  if (!store_ || store_unreachable_) return;
   try {  // nodes still waiting to join learn that there is nothing left to join
     if (job_over) store_->compare_set(scope_ + "/finished", {}, to_bytes("1"));
   } catch (const Error&) {

@@ -87,6 +87,9 @@ class StoreRendezvous : public Rendezvous {
   // is answered within this time even while it waits for other nodes.
   static constexpr std::chrono::milliseconds kWaitSlice{250};
   static constexpr std::chrono::milliseconds kCallTimeout{30000};
+  // A store call's limit: peer_timeout (5-30 s). A node whose calls go unanswered that long
+  // is cut off, just as the others find it lost when its heartbeat stands still that long.
+  std::chrono::milliseconds call_timeout() const;
 
   int round_ = 0;
   int node_rank_ = 0;
@@ -110,6 +113,9 @@ class StoreRendezvous : public Rendezvous {
   std::mutex watcher_error_mu_;
   std::string watcher_error_;  // the store was lost
   std::string peer_lost_;      // another node stopped sending heartbeats
+  // A call to the store timed out at the end of a round (a cut cable, a hung store host):
+  // the rest of the round's calls would each wait call_timeout() for nothing; skip them.
+  std::atomic<bool> store_unreachable_{false};
 };
 
 }  // namespace spmd::launcher

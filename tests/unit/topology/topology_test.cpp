@@ -133,6 +133,29 @@ TEST(Topology, SlurmFallbacks) {
   EXPECT_TRUE(t.master_addr.empty());
 }
 
+TEST(Topology, SlurmDerivesMasterPortFromJobAndStep) {
+  Env env{{"SLURM_PROCID", "3"},           {"SLURM_NTASKS", "6"},   {"SLURM_NODEID", "1"},
+          {"SLURM_NNODES", "3"},           {"SLURM_JOB_ID", "4711"}, {"SLURM_STEP_ID", "2"},
+          {"SLURM_STEP_NODELIST", "node[0-2]"}, {"SLURM_JOB_NODELIST", "node[0-5]"}};
+  Topology t = Topology::from_env(env);
+  EXPECT_EQ(t.master_addr, "node0");
+  EXPECT_EQ(t.master_port, 10000 + (4711 % 1100) * 20 + 2);
+  EXPECT_EQ(t.master_port, slurm_master_port(4711, 2));
+  EXPECT_NE(slurm_master_port(4711, 3), t.master_port);  // the next step of the job
+  for (int64_t job : {0LL, 1LL, 1099LL, 123456789LL})
+    for (int64_t step : {0LL, 19LL, 4294967LL}) {
+      EXPECT_GE(slurm_master_port(job, step), 10000);
+      EXPECT_LT(slurm_master_port(job, step), 32768);  // never in Linux's ephemeral range
+    }
+  env["SLURM_STEP_ID"] = "batch";  // not a task step: taken as step 0
+  EXPECT_EQ(Topology::from_env(env).master_port, slurm_master_port(4711, 0));
+  env["MASTER_PORT"] = "29400";  // given: wins
+  EXPECT_EQ(Topology::from_env(env).master_port, 29400);
+  env.erase("SLURM_JOB_ID");
+  env.erase("MASTER_PORT");
+  EXPECT_EQ(Topology::from_env(env).master_port, 0);  // nothing to derive it from
+}
+
 TEST(Topology, SlurmBadInput) {
   Env base{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "1"}};
   auto with = [&](std::string k, std::string v) {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Failures between emulated nodes (3 nodes × 2 ranks running an all_reduce loop):
+#  1. kill -9 of node 1's spmdrun: the other nodes' spmdruns end within 10 s, exit 137, and
+#     their report names node 1 (its host name, node1);
+#  2. node 2 dies whole (SIGKILL to every process in its namespace, as a power cut would): the
+#     others end within 10 s with a report that names a rank of node 2;
+#  3. node 2's cable is cut (`ip link set eth0 down`): with SPMD_TIMEOUT=5 a worker on the
+#     other nodes raises Timeout naming a rank of node 2, both their spmdruns end with a
+#     report; node 2 ends too (it can reach nobody).
+# Usage: failures.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
+set -uo pipefail
+source "$(dirname "$0")/jobs.sh"
+mn_setup "$1" 3
+passed=0
+
+# start_loop NAME [spmdrun flags]: the all_reduce loop on 3 nodes × 2, static rendezvous, in the
+# background; waits until all 6 ranks are in the loop. Node i's launcher pid is in LOOP_PID[i].
+start_loop() {
+  local name=$1 i
+  shift
+  LOOP_PID=()
+  for ((i = 0; i < 3; ++i)); do
+    bg_on_node "$i" "$WORK/$name.$i" "$SPMDRUN" --nnodes 3 --node-rank "$i" --nproc-per-node 2 \
+      --master-addr "$(node_addr 0)" --master-port "$MN_PORT" --grace-period 2 "$@" "$BIN/all_reduce_loop"
+    LOOP_PID[$i]=$BG_PID  # ip netns exec, unshare and sh all exec: this is spmdrun's own pid
+  done
+  for ((i = 0; i < 3; ++i)); do
+    wait_for_line "$WORK/$name.$i" 'READY PID=' 60 || fail "$name: node $i never got ready: $(cat "$WORK/$name.$i")"
+  done
+  local deadline=$((SECONDS + 60))
+  until [[ $(cat "$WORK/$name".* | grep -c 'READY PID=') == 6 ]]; do
+    ((SECONDS < deadline)) || fail "$name: not every rank got ready: $(cat "$WORK/$name".*)"
+    sleep 0.1
+  done
+}
+
+# expect_end NAME NODE SECONDS CODE: node NODE's spmdrun ends within SECONDS with exit CODE
+# ("" = any non-zero).
+expect_end() {
+  local name=$1 node=$2 secs=$3 code=$4 rc
+  wait_pid "${LOOP_PID[$node]}" "$secs" && rc=0 || rc=$?
+  [[ $rc != 124 ]] || fail "$name: node $node still ran $secs s after the failure: $(tail -20 "$WORK/$name.$node")"
+  [[ $rc != 0 ]] || fail "$name: node $node exited 0"
+  [[ -z $code || $rc == "$code" ]] || fail "$name: node $node exited $rc, expected $code: $(tail -30 "$WORK/$name.$node")"
+}
+
+# 1. kill -9 of one node's spmdrun.
+start_loop kill9
+kill -9 "${LOOP_PID[1]}"
+t0=$SECONDS
+expect_end kill9 0 10 137
+expect_end kill9 2 10 137
+for i in 0 2; do
+  grep -qE 'spmdrun on node1 was killed' "$WORK/kill9.$i" ||
+    fail "kill9: node $i's report does not name node1: $(tail -30 "$WORK/kill9.$i")"
+done
+echo "ok: kill -9 of node 1's spmdrun: nodes 0 and 2 ended with 137 within $((SECONDS - t0)) s, naming node1"
+passed=$((passed + 1))
+
+# 2. A whole node dies: no launcher is left to tell anyone.
+start_loop nodedies --rdzv-conf peer_timeout=4
+mn_kill_ns "$(mn_ns 2)"
+t0=$SECONDS
+expect_end nodedies 0 10 ""
+expect_end nodedies 1 10 ""
+for i in 0 1; do
+  grep -qE 'rank [45]\b.*(broke|exited|lost)|node 2|node2' "$WORK/nodedies.$i" ||
+    fail "nodedies: node $i's report does not name node 2 or its ranks: $(tail -30 "$WORK/nodedies.$i")"
+done
+echo "ok: node 2 killed whole: nodes 0 and 1 ended within $((SECONDS - t0)) s naming it"
+passed=$((passed + 1))
+
+# 3. A cut cable: nothing breaks, nothing answers.
+SPMD_TIMEOUT=5 start_loop linkcut --rdzv-conf peer_timeout=8
+link_down 2
+t0=$SECONDS
+expect_end linkcut 0 30 ""
+expect_end linkcut 1 30 ""
+for i in 0 1; do
+  grep -qE 'FAILED|the job failed' "$WORK/linkcut.$i" || fail "linkcut: node $i printed no report: $(tail -30 "$WORK/linkcut.$i")"
+done
+# Timeouts cascade (a leader waiting for node 1's leader, which waits for node 2's), but the
+# rank that waited on node 2 says so, and its node's report carries it.
+cat "$WORK/linkcut.0" "$WORK/linkcut.1" | grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b' ||
+  fail "linkcut: no worker named a rank of node 2: $(tail -30 "$WORK/linkcut.0" "$WORK/linkcut.1")"
+expect_end linkcut 2 60 ""
+link_up 2
+echo "ok: node 2's link cut: nodes 0 and 1 named its ranks in a Timeout, and all three nodes ended within $((SECONDS - t0)) s"
+passed=$((passed + 1))
+
+echo "multinode failures: $passed passed, 0 failed"
