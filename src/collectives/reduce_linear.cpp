@@ -21,8 +21,8 @@ void reduce_linear(Transport& t, const OpContext& op, TensorView data, int root,
   for (int i = 0; i < p; ++i)
     if (i != root) ins.push_back(RecvPart{i, scratch.data() + bytes * static_cast<size_t>(i), bytes});
   t.run({}, ins, op);
-  std::memcpy(scratch.data() + bytes * static_cast<size_t>(root), data.data, bytes);
   if (data.count == 0) return;
+  std::memcpy(scratch.data() + bytes * static_cast<size_t>(root), data.data, bytes);
   std::memcpy(data.data, scratch.data(), bytes);
   for (int i = 1; i < p; ++i) fn(data.data, data.data, scratch.data() + bytes * static_cast<size_t>(i), data.count);
 }

@@ -89,7 +89,7 @@ void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& 
       if (q != me) read_remote(peers[q].pid, peers[q].address + off, buf(q), bytes, peers[q].global);
     fold_in_rank_order(a.fn, acc, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, bytes);
     for (int q : targets) {
-      if (q == me) std::memcpy(own + off, acc, bytes);
+      if (q == me) copy_bytes(own + off, acc, bytes);
       else write_remote(peers[q].pid, peers[q].address + off, acc, bytes, peers[q].global);
     }
   }
@@ -148,7 +148,7 @@ void shm_cma_gather(AlgoContext& c, const CollArgs& a) {
       if (q != a.root)
         read_remote(peers[q].pid, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes(), peers[q].global);
     if (a.blocks[static_cast<size_t>(a.root)].data != a.data.data)
-      std::memcpy(a.blocks[static_cast<size_t>(a.root)].data, a.data.data, a.data.bytes());
+      copy_bytes(a.blocks[static_cast<size_t>(a.root)].data, a.data.data, a.data.bytes());
     g.post_step(e, 1);
   } else {
     g.wait_step(a.root, e, 1, c.op);  // our input stays valid until the root has read it
@@ -162,7 +162,7 @@ void shm_cma_scatter(AlgoContext& c, const CollArgs& a) {
   auto peers = meet_lists(g, c.op, e, g.rank() == a.root ? a.blocks : std::span<const TensorView>(none));
   if (g.rank() == a.root) {
     const TensorView& own = a.blocks[static_cast<size_t>(a.root)];
-    if (own.data != a.data.data) std::memcpy(a.data.data, own.data, a.data.bytes());
+    if (own.data != a.data.data) copy_bytes(a.data.data, own.data, a.data.bytes());
     g.wait_all_steps(e, 1, c.op);
   } else {
     auto [address, bytes] = entry(g, e, a.root, g.rank());
@@ -187,7 +187,7 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
     for (int q = 0; q < p; ++q)
       if (q != me) read_remote(peers[q].pid, entry(g, e, q, me).first + off, buf(q), m * es, peers[q].global);
     fold_in_rank_order(a.fn, buf(p), p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
-    std::memcpy(static_cast<char*>(a.data.data) + off, buf(p), m * es);
+    copy_bytes(static_cast<char*>(a.data.data) + off, buf(p), m * es);
   }
   (void)bytes;
   finish(g, e, c.op);
@@ -208,7 +208,8 @@ void shm_cma_all_to_all(AlgoContext& c, const CollArgs& a) {
                                      " bytes to it, which expects " + std::to_string(out.bytes()) +
                                      " (the ranks' split sizes disagree)");
     if (q == me) {
-      if (out.data != a.blocks[static_cast<size_t>(me)].data) std::memmove(out.data, a.blocks[static_cast<size_t>(me)].data, bytes);
+      if (out.data != a.blocks[static_cast<size_t>(me)].data && bytes)
+        std::memmove(out.data, a.blocks[static_cast<size_t>(me)].data, bytes);
     } else {
       read_remote(peers[q].pid, address, out.data, bytes, peers[q].global);
     }

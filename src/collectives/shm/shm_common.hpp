@@ -14,13 +14,18 @@ using spmd::shm::kSlotBytes;
 using spmd::shm::Record;
 using spmd::shm::ShmGroup;
 
+// memcpy that accepts empty (possibly null) buffers, as empty tensors have.
+inline void copy_bytes(void* dst, const void* src, size_t n) {
+  if (n) std::memcpy(dst, src, n);
+}
+
 // dst = src[0] op src[1] op ... op src[P-1] over n elements: a left fold in rank order, so every
 // rank that folds the same inputs gets the same bits, whatever the algorithm or timing.
 template <typename Src>
 void fold_in_rank_order(ReduceFn fn, void* dst, int p, Src&& src, size_t n, size_t bytes) {
   if (n == 0) return;
   if (p == 1) {
-    if (dst != src(0)) std::memmove(dst, src(0), bytes);
+    if (dst != src(0) && bytes) std::memmove(dst, src(0), bytes);
     return;
   }
   fn(dst, src(0), src(1), n);

@@ -34,7 +34,7 @@ void shm_flat_fold(AlgoContext& c, const CollArgs& a, bool everyone) {
   char* data = static_cast<char*>(a.data.data);
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
     uint64_t e = g.begin_epoch(c.op);
-    std::memcpy(g.slot(g.rank(), e), data + first * es, m * es);
+    copy_bytes(g.slot(g.rank(), e), data + first * es, m * es);
     g.arrive_and_check(e, c.op, Record{});
     if (everyone || g.rank() == a.root)
       fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
@@ -49,9 +49,9 @@ void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
   char* data = static_cast<char*>(a.data.data);
   in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
     uint64_t e = g.begin_epoch(c.op);
-    if (g.rank() == a.root) std::memcpy(g.slot(g.rank(), e), data + first, m);
+    if (g.rank() == a.root) copy_bytes(g.slot(g.rank(), e), data + first, m);
     g.arrive_and_check(e, c.op, Record{});
-    if (g.rank() != a.root) std::memcpy(data + first, g.slot(a.root, e), m);
+    if (g.rank() != a.root) copy_bytes(data + first, g.slot(a.root, e), m);
   });
 }
 
@@ -61,12 +61,12 @@ void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
   const char* input = static_cast<const char*>(a.data.data);
   in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
     uint64_t e = g.begin_epoch(c.op);
-    std::memcpy(g.slot(g.rank(), e), input + first, m);
+    copy_bytes(g.slot(g.rank(), e), input + first, m);
     g.arrive_and_check(e, c.op, Record{});
     if (!everyone && g.rank() != a.root) return;
     for (int q = 0; q < g.size(); ++q) {
       char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
-      if (out + first != input + first) std::memcpy(out + first, g.slot(q, e), m);
+      if (out + first != input + first) copy_bytes(out + first, g.slot(q, e), m);
     }
   });
 }
@@ -81,9 +81,9 @@ void shm_flat_scatter(AlgoContext& c, const CollArgs& a) {
   in_rounds(block, per_round, [&](size_t first, size_t m) {
     uint64_t e = g.begin_epoch(c.op);
     if (g.rank() == a.root)
-      for (size_t q = 0; q < p; ++q) std::memcpy(g.slot(g.rank(), e) + q * m, static_cast<const char*>(a.blocks[q].data) + first, m);
+      for (size_t q = 0; q < p; ++q) copy_bytes(g.slot(g.rank(), e) + q * m, static_cast<const char*>(a.blocks[q].data) + first, m);
     g.arrive_and_check(e, c.op, Record{});
-    std::memcpy(static_cast<char*>(a.data.data) + first, g.slot(a.root, e) + static_cast<size_t>(g.rank()) * m, m);
+    copy_bytes(static_cast<char*>(a.data.data) + first, g.slot(a.root, e) + static_cast<size_t>(g.rank()) * m, m);
   });
 }
 
@@ -94,7 +94,7 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
     uint64_t e = g.begin_epoch(c.op);
     for (size_t q = 0; q < p; ++q)
-      std::memcpy(g.slot(g.rank(), e) + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
+      copy_bytes(g.slot(g.rank(), e) + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
     g.arrive_and_check(e, c.op, Record{});
     fold_in_rank_order(a.fn, static_cast<char*>(a.data.data) + first * es, g.size(),
                        [&](int q) { return g.slot(q, e) + me * m * es; }, m, m * es);
@@ -120,7 +120,7 @@ void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
   for (size_t q = 0; q < p; ++q) {
     offsets[2 * q] = at;
     offsets[2 * q + 1] = a.blocks[q].bytes();
-    std::memcpy(mine + at, a.blocks[q].data, a.blocks[q].bytes());
+    copy_bytes(mine + at, a.blocks[q].data, a.blocks[q].bytes());
     at += a.blocks[q].bytes();
   }
   g.arrive_and_check(e, c.op, Record{});
@@ -132,7 +132,7 @@ void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
                                      std::to_string(g.global(static_cast<int>(q))) + " sends " +
                                      std::to_string(theirs[2 * me + 1]) + " bytes to it, which expects " +
                                      std::to_string(out.bytes()) + " (the ranks' split sizes disagree)");
-    std::memcpy(out.data, g.slot(static_cast<int>(q), e) + theirs[2 * me], out.bytes());
+    copy_bytes(out.data, g.slot(static_cast<int>(q), e) + theirs[2 * me], out.bytes());
   }
 }
 

@@ -21,17 +21,17 @@ void shm_rs_ag_all_reduce(AlgoContext& c, const CollArgs& a) {
   do {
     const size_t m = std::min(per_round, n - first);
     const uint64_t e = g.begin_epoch(c.op);
-    std::memcpy(g.slot(me, e), data + first * es, m * es);
+    copy_bytes(g.slot(me, e), data + first * es, m * es);
     g.arrive_and_check(e, c.op, Record{});
     auto sub = [&](int q) { return segment_begin(m, p, q) * es; };
     const size_t lo = sub(me), len = sub(me + 1) - lo;
     fold_in_rank_order(a.fn, data + first * es + lo, p, [&](int q) { return g.slot(q, e) + lo; }, len / es, len);
-    std::memcpy(g.slot(me, e) + lo, data + first * es + lo, len);
+    copy_bytes(g.slot(me, e) + lo, data + first * es + lo, len);
     g.post_step(e, 1);
     for (int k = 1; k < p; ++k) {
       const int q = (me + k) % p;  // start with different owners so readers spread out
       g.wait_step(q, e, 1, c.op);
-      std::memcpy(data + first * es + sub(q), g.slot(q, e) + sub(q), sub(q + 1) - sub(q));
+      copy_bytes(data + first * es + sub(q), g.slot(q, e) + sub(q), sub(q + 1) - sub(q));
     }
     first += m;
   } while (first < n);
