@@ -8,10 +8,12 @@ set -euo pipefail
 core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
 # Tests: the libFuzzer runtime for the store's frame-parser fuzz target; ip/ps for the
 # multi-node (network namespace) and no-orphan tests; PyTorch for interop tests; LibTorch
-# (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter.
-tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev)
-# Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd.
-bench=(openmpi-bin libopenmpi-dev)
+# (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter; matplotlib for
+# scripts/plot_trace.py (trace PNGs).
+tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev python3-matplotlib)
+# Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd; valgrind for the
+# flight recorder's cost in instructions (bench/observe/recorder_cost.sh).
+bench=(openmpi-bin libopenmpi-dev valgrind)
 
 want=("${core[@]}")
 if [[ "${1:-}" != "--core-only" ]]; then want+=("${tests[@]}" "${bench[@]}"); fi

@@ -13,6 +13,7 @@
 
 #include "common/deadline.hpp"
 #include "common/log.hpp"
+#include "launcher/hang_watch.hpp"
 #include "launcher/plain_message.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
@@ -108,7 +109,7 @@ std::string default_log_dir(const std::string& run_id) {
 NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
-AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
+AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, int hang_fd) {
   const Options& o = options_;
   AttemptOutcome outcome;
   std::vector<RankEntry> entries = plan.table.node(plan.node_rank);
@@ -217,6 +218,7 @@ AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
     pumps.clear();
     fds.push_back({signals_.fd(), POLLIN, 0});
     if (stop_fd >= 0 && !stopping) fds.push_back({stop_fd, POLLIN, 0});
+    if (hang_fd >= 0 && !stopping) fds.push_back({hang_fd, POLLIN, 0});
     size_t first_pump = fds.size();
     for (auto& w : workers)
       for (StreamPump* p : {w.out.get(), w.err.get()})
@@ -251,6 +253,13 @@ AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd) {
     }
     if (stop_fd >= 0 && fds.size() > 1 && fds[1].fd == stop_fd && (fds[1].revents & POLLIN) && !stopping) {
       if (outcome.kind == AttemptOutcome::Kind::Succeeded) outcome.kind = AttemptOutcome::Kind::StoppedByPeer;
+      begin_stop(SIGTERM);
+    }
+    if (hang_fd >= 0 && fds[first_pump - 1].fd == hang_fd && (fds[first_pump - 1].revents & POLLIN) && !stopping) {
+      if (outcome.kind == AttemptOutcome::Kind::Succeeded) {
+        outcome.kind = AttemptOutcome::Kind::Hung;
+        outcome.exit_code = kHangExitCode;
+      }
       begin_stop(SIGTERM);
     }
     for (size_t i = first_pump; i < fds.size(); ++i)

@@ -6,9 +6,11 @@
 #include "common/log.hpp"
 #include "launcher/agent.hpp"
 #include "launcher/failure_report.hpp"
+#include "launcher/hang_watch.hpp"
 #include "launcher/net.hpp"
 #include "launcher/rendezvous.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/trace_merge.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::launcher {
@@ -29,6 +31,8 @@ int run_job(Options o) {
     o.log_dir = default_log_dir(o.rdzv_id);
     say("spmdrun: worker logs go to " + o.log_dir + "\n");
   }
+  TraceSession trace(o.trace_file);  // --trace: merges the ranks' traces when the job ends
+  prepare_hang_watch(o);
   std::unique_ptr<Rendezvous> rdzv;
   NodeAgent agent(o, signals);
   std::string host = host_name();
@@ -40,7 +44,12 @@ int run_job(Options o) {
                      << plan.table.nnodes() << ", ranks " << plan.table.first_rank(plan.node_rank)
                      << ".." << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
                      << " of " << plan.table.world_size();
-      AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd());
+      AttemptOutcome outcome;
+      {
+        HangWatch watch(o, plan);
+        outcome = agent.run(plan, rdzv->stop_fd(), watch.fd());
+        if (outcome.kind == AttemptOutcome::Kind::Hung) outcome.message = watch.summary();
+      }
       Verdict verdict = rdzv->conclude(outcome, summarize_root_cause(host, outcome));
       if (verdict.ok) {
         rdzv->finish();
@@ -54,7 +63,8 @@ int run_job(Options o) {
         continue;
       }
       bool have_report = !outcome.failures.empty() || interrupted ||
-                         outcome.kind == AttemptOutcome::Kind::StartFailed;
+                         outcome.kind == AttemptOutcome::Kind::StartFailed ||
+                         outcome.kind == AttemptOutcome::Kind::Hung;
       if (have_report) say(format_failure_report(program_name(o), host, outcome, attempt + 1));
       if (!verdict.local_root) {
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
