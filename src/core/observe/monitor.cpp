@@ -21,13 +21,13 @@ namespace {
 constexpr int kTickMs = 1000;
 
 std::atomic<bool> g_signalled{false};
-int g_wake_fd = -1;  // never closed: the signal handler may write to it at any time
+std::atomic<int> g_wake_fd{-1};  // never closed: the signal handler may write to it at any time
 
 void on_sigusr1(int) {
   int saved = errno;
   g_signalled.store(true, std::memory_order_relaxed);
   uint64_t one = 1;
-  ssize_t w = ::write(g_wake_fd, &one, sizeof one);
+  ssize_t w = ::write(g_wake_fd.load(std::memory_order_relaxed), &one, sizeof one);
   (void)w;
   errno = saved;
 }
@@ -36,7 +36,7 @@ class Monitor {
  public:
   Monitor() {
     g_wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (g_wake_fd < 0) {
+    if (g_wake_fd.load() < 0) {
       SPMD_LOG(Warn) << "flight recorder: no eventfd (errno " << errno << "); no heartbeats or SIGUSR1 dumps";
       return;
     }
@@ -70,10 +70,10 @@ class Monitor {
         std::lock_guard<std::mutex> g(m_);
         idle = observers_.empty();
       }
-      pollfd p{g_wake_fd, POLLIN, 0};
+      pollfd p{g_wake_fd.load(), POLLIN, 0};
       ::poll(&p, 1, idle ? -1 : kTickMs);
       uint64_t count;
-      ssize_t r = ::read(g_wake_fd, &count, sizeof count);
+      ssize_t r = ::read(p.fd, &count, sizeof count);
       (void)r;
       bool signalled = g_signalled.exchange(false, std::memory_order_relaxed);
       {
@@ -101,9 +101,10 @@ Monitor& instance() {
 void monitor(const std::shared_ptr<Observer>& o) { instance().add(o); }
 
 void nudge() {
-  if (g_wake_fd < 0) return;
+  int fd = g_wake_fd.load(std::memory_order_relaxed);
+  if (fd < 0) return;
   uint64_t one = 1;
-  ssize_t w = ::write(g_wake_fd, &one, sizeof one);
+  ssize_t w = ::write(fd, &one, sizeof one);
   (void)w;
 }
 

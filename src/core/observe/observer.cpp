@@ -23,6 +23,7 @@ using std::chrono::milliseconds;
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kBeatEveryNs = 200 * kMs;       // at most five heartbeats a second
 constexpr int64_t kRequestCheckNs = 1000 * kMs;   // look for requests for records once a second
+constexpr int64_t kMaxBackoffNs = 60000 * kMs;    // the longest pause after the store failed
 constexpr size_t kOnFailureRecords = 8;           // per group, on stderr (all of them in the file)
 constexpr milliseconds kCollectWait{3000};        // how long a timed-out rank waits for the others
 constexpr milliseconds kStoreTimeout{10000};      // the observer's own store connection
@@ -145,14 +146,19 @@ void Observer::tick(bool signalled) {
   if (signalled) dump("SIGUSR1", SIZE_MAX);
   if (trace_) trace_->flush();
   int64_t now = wall_ns();
+  if (now < store_retry_ns_) return;
   try {
     if (heartbeat_ && now - last_beat_ns_ >= kBeatEveryNs) publish_heartbeat(now);
     if (now - last_request_check_ns_ >= kRequestCheckNs) {
       last_request_check_ns_ = now;
       answer_requests();
     }
+    store_backoff_ns_ = 0;
   } catch (const std::exception& e) {
-    // The store may be gone at the end of a job; the next tick tries again.
+    // The store may be gone (its host exited at the end of the job): try again later, and
+    // less often each time, so the program's own store calls are not kept waiting.
+    store_backoff_ns_ = std::min(std::max(2 * store_backoff_ns_, kRequestCheckNs), kMaxBackoffNs);
+    store_retry_ns_ = wall_ns() + store_backoff_ns_;
     SPMD_LOG(Info) << "flight recorder of rank " << rank_ << ": " << e.what();
   }
 }

@@ -72,6 +72,8 @@ class Observer {
   int64_t last_beat_ns_ = 0;
   int64_t last_request_check_ns_ = 0;
   int64_t answered_request_ = 0;
+  int64_t store_backoff_ns_ = 0;  // after store errors: wait this long before the next try
+  int64_t store_retry_ns_ = 0;
 };
 
 // spmd::init() calls this before it makes a world on the launcher's store (SPMD_STORE_ADDR):
