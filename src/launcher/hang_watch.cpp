@@ -28,7 +28,7 @@ constexpr double kDefaultTimeoutS = 600;       // SPMD_TIMEOUT's default
 
 void say(const std::string& text) { write_all(2, text.data(), text.size()); }
 
-std::string seconds_text(double s) {
+std::string one_decimal(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", s);
   return buf;
@@ -136,7 +136,7 @@ void HangWatch::run(const AttemptPlan plan, double timeout_s) {
 
 void HangWatch::report_hang(Store& store, const std::vector<int>& world, const std::string& group, double idle_s) {
   const char* rule = "============================================================\n";
-  std::string headline = "no rank of group " + group + " progressed for " + seconds_text(idle_s) +
+  std::string headline = "no rank of group " + group + " progressed for " + one_decimal(idle_s) +
                          " s while ranks are inside a call";
   std::string winner, cause;
   if (observe::claim_report(store, "spmdrun", &winner)) {

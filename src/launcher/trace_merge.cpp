@@ -12,6 +12,7 @@
 
 #include "common/fd.hpp"
 #include "common/files.hpp"
+#include "core/observe/trace_writer.hpp"
 #include "launcher/plain_message.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
@@ -69,12 +70,6 @@ std::vector<Event> read_events(const std::string& path) {
   return out;
 }
 
-std::string micros(int64_t ns) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
-  return buf;
-}
-
 }  // namespace
 
 std::vector<std::string> trace_files(const std::string& dir) {
@@ -104,11 +99,11 @@ MergeResult merge_traces(const std::vector<std::string>& inputs, const std::stri
   std::string text = "{\"traceEvents\":[\n";
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i];
-    if (e.ts_ns >= 0) e.json.replace(e.ts_at, e.ts_len, micros(e.ts_ns - origin));
+    if (e.ts_ns >= 0) e.json.replace(e.ts_at, e.ts_len, observe::trace_micros(e.ts_ns - origin));
     if (e.json.find("\"ph\":\"X\"") != std::string::npos) ++result.events;
     text += e.json + (i + 1 < events.size() ? ",\n" : "\n");
   }
-  text += "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"origin_unix_us\":\"" + micros(std::max<int64_t>(origin, 0)) +
+  text += "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"origin_unix_us\":\"" + observe::trace_micros(std::max<int64_t>(origin, 0)) +
           "\"}}\n";
   std::string tmp = out + ".tmp";
   {

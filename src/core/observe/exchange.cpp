@@ -18,15 +18,29 @@ std::map<int, RankSnapshot> read_present(Store& store, const std::vector<int>& r
   std::vector<std::string> keys;
   std::vector<int> who;
   for (int r : ranks) {
-    std::string k = key_of(r, request);
-    if (store.check({k})) {
-      keys.push_back(k);
-      who.push_back(r);
-    }
+    keys.push_back(key_of(r, request));
+    who.push_back(r);
   }
   std::map<int, RankSnapshot> out;
   if (keys.empty()) return out;
-  std::vector<Bytes> values = store.multi_get(keys, std::chrono::milliseconds(1000));
+  std::vector<Bytes> values;
+  try {
+    values = store.multi_get(keys, std::chrono::milliseconds(1));  // one request when all are there
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Timeout) throw;
+    // Some are missing: ask for each, then fetch those that exist.
+    std::vector<std::string> present_keys;
+    std::vector<int> present;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (store.check({keys[i]})) {
+        present_keys.push_back(keys[i]);
+        present.push_back(who[i]);
+      }
+    if (present_keys.empty()) return out;
+    keys = std::move(present_keys);
+    who = std::move(present);
+    values = store.multi_get(keys, std::chrono::milliseconds(1000));
+  }
   for (size_t i = 0; i < values.size(); ++i)
     if (auto s = decode(to_string(values[i])); s && s->rank == who[i]) out[who[i]] = std::move(*s);
   return out;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/env.hpp"
@@ -16,14 +17,14 @@ namespace {
 
 constexpr size_t kFlushBytes = 64 * 1024;
 
-// Microseconds with three decimals from nanoseconds, exactly ("1700000000123456.789").
-std::string micros(int64_t ns) {
+}  // namespace
+
+std::string trace_micros(int64_t ns) {
+  ns = std::max<int64_t>(ns, 0);  // a wall clock stepped back makes no negative durations
   char buf[48];
   std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
   return buf;
 }
-
-}  // namespace
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -69,12 +70,12 @@ void TraceWriter::add(const FlightRecord& r, int track, const std::string& group
   plain.algo = 0;
   std::string e = ",{\"name\":\"" + json_escape(name) + "\",\"cat\":\"" + (r.p2p ? "p2p" : "collective") +
                   "\",\"ph\":\"X\",\"pid\":" + std::to_string(rank_) + ",\"tid\":" + std::to_string(track) +
-                  ",\"ts\":" + micros(r.started_ns) + ",\"dur\":" + micros(r.ended_ns - r.started_ns) +
+                  ",\"ts\":" + trace_micros(r.started_ns) + ",\"dur\":" + trace_micros(r.ended_ns - r.started_ns) +
                   ",\"args\":{\"group\":\"" + json_escape(group) + "\",\"seq\":" + std::to_string(r.seq) +
                   ",\"call\":\"" + json_escape(describe(plain)) + "\",\"bytes\":" + std::to_string(r.bytes()) +
-                  ",\"algo\":\"" + algorithm_name(r.sig.algo) + "\",\"wait_us\":" + micros(r.wait_ns) +
-                  ",\"transfer_us\":" + micros(std::max<int64_t>(0, r.ended_ns - r.started_ns - r.wait_ns)) +
-                  ",\"queued_us\":" + micros(r.started_ns - r.queued_ns) + ",\"state\":\"" + state_name(r.state) +
+                  ",\"algo\":\"" + algorithm_name(r.sig.algo) + "\",\"wait_us\":" + trace_micros(r.wait_ns) +
+                  ",\"transfer_us\":" + trace_micros(std::max<int64_t>(0, r.ended_ns - r.started_ns - r.wait_ns)) +
+                  ",\"queued_us\":" + trace_micros(r.started_ns - r.queued_ns) + ",\"state\":\"" + state_name(r.state) +
                   "\",\"label\":\"" + json_escape(r.label) + "\"}}\n";
   std::lock_guard<std::mutex> g(m_);
   if (tracks_.insert(track).second)

@@ -43,5 +43,8 @@ class TraceWriter : public RecordSink {
 
 // JSON string contents with ", \ and control characters escaped.
 std::string json_escape(const std::string& s);
+// A trace time: microseconds with three decimals, exactly, from nanoseconds ("1700000000123456.789");
+// negative values (a wall clock stepped back) become 0.
+std::string trace_micros(int64_t ns);
 
 }  // namespace spmd::observe
