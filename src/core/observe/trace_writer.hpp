@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "common/fd.hpp"
 #include "core/observe/flight_recorder.hpp"
@@ -42,7 +43,7 @@ class TraceWriter : public RecordSink {
 };
 
 // JSON string contents with ", \ and control characters escaped.
-std::string json_escape(const std::string& s);
+std::string json_escape(std::string_view s);
 // A trace time: microseconds with three decimals, exactly, from nanoseconds ("1700000000123456.789");
 // negative values (a wall clock stepped back) become 0.
 std::string trace_micros(int64_t ns);
