@@ -46,6 +46,9 @@ def main():
     tracks = sorted({(c["pid"], c.get("tid", 0)) for c in calls})
     row = {t: i for i, t in enumerate(tracks)}
 
+    first = min(c["ts"] for c in calls) / 1000.0
+    last = max(c["ts"] + c["dur"] for c in calls) / 1000.0
+    span = (a.end if a.end is not None else last) - (a.start if a.start is not None else first)
     fig, ax = plt.subplots(figsize=(12, 0.5 * len(tracks) + 1.6))
     used = set()
     for c in calls:
@@ -60,7 +63,7 @@ def main():
         ax.barh(y, dur, left=start, height=0.7, color=colour, alpha=0.45, edgecolor=colour, linewidth=0.4)
         ax.barh(y, wait, left=start, height=0.7, color=colour, alpha=0.95, linewidth=0)
         label = c.get("args", {}).get("label", "")
-        if label and dur > 0:
+        if label and dur > 0.06 * span:  # only where the bar has room for it
             ax.text(start + dur / 2, y, label.replace("ddp ", ""), ha="center", va="center", fontsize=6, clip_on=True)
     ax.set_yticks(range(len(tracks)))
     ax.set_yticklabels([f"rank {p}" + (f"  {groups.get((p, t), '')}" if len({g for g in groups.values()}) > 1 else "")
