@@ -72,25 +72,28 @@ TEST(HangReport, NamesTheLaggingRankOfASubgroup) {
   EXPECT_EQ(contains(r.err, "meanwhile inside all_reduce #2 (f32, 1024, Sum)"), "");
 }
 
-TEST(HangReport, NamesARankStoppedInsideACollective) {
-  Result r = run_hang(hang_args("sigstop"), "stopped rank 2");
+// Which ranks get through the call rank 2 was stopped in depends on the algorithm (on shared
+// memory the others complete it, as rank 2 had posted its data; over TCP some do): the report
+// must blame rank 2 and name the call it is stuck in either way.
+void expect_blames_stopped_rank(const Result& r) {
   EXPECT_EQ(r.code, kHangExitCode) << r.err;
-  // On shared memory the others complete #2 (rank 2 had posted its data) and wait in #3.
-  EXPECT_EQ(contains(r.err, "likely cause: rank 2 is still inside all_reduce #2 (f32, 1024, Sum); ranks 0,1,3 wait in "
-                            "all_reduce #3"), "");
+  size_t at = r.err.find("likely cause: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::string cause = r.err.substr(at, r.err.find('\n', at) - at);
+  EXPECT_NE(cause.find("rank 2"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("all_reduce #2 (f32, 1024, Sum)"), std::string::npos) << cause;
+  EXPECT_EQ(contains(r.err, "what the lagging rank was last doing:\n  rank 2 (pid"), "");
   EXPECT_EQ(contains(r.err, "did not answer the request for its records"), "");
   EXPECT_EQ(contains(r.err, "inside all_reduce #2 (f32, 1024, Sum) via"), "");
-  EXPECT_EQ(contains(r.err, "waiting on rank 3"), "");
+  EXPECT_EQ(contains(r.err, "waiting on rank 3"), "") << "whom rank 2 waited on when it was stopped";
+}
+
+TEST(HangReport, NamesARankStoppedInsideACollective) {
+  expect_blames_stopped_rank(run_hang(hang_args("sigstop"), "stopped rank 2"));
 }
 
 TEST(HangReport, NamesARankStoppedInsideACollectiveOverTcp) {
-  Result r = run_hang(hang_args("sigstop"), "stopped rank 2", {{"SPMD_SHM", "0"}});
-  EXPECT_EQ(r.code, kHangExitCode) << r.err;
-  // Over TCP, which ranks get through #2 depends on the algorithm; rank 2 cannot answer.
-  EXPECT_EQ(contains(r.err, "likely cause: rank 2 did not answer (stopped or frozen); last seen inside all_reduce #2 "
-                            "(f32, 1024, Sum)"), "");
-  EXPECT_EQ(contains(r.err, "waiting on rank 3"), "");
-  EXPECT_EQ(contains(r.err, "what the lagging rank was last doing:\n  rank 2 (pid"), "");
+  expect_blames_stopped_rank(run_hang(hang_args("sigstop"), "stopped rank 2", {{"SPMD_SHM", "0"}}));
 }
 
 TEST(HangReport, ARankThatTimesOutPrintsItWithoutTheWatch) {
@@ -103,7 +106,8 @@ TEST(HangReport, ARankThatTimesOutPrintsItWithoutTheWatch) {
   EXPECT_EQ(contains(r.err, "likely cause: rank 2 has not entered all_reduce #2 (f32, 1024, Sum)"), "");
   // Each rank that timed out dumped its own records too.
   EXPECT_EQ(contains(r.err, "a call timed out in group spmd/pg0w4"), "");
-  EXPECT_EQ(contains(r.err, "all_reduce #2 (f32, 1024, Sum) via shm_flat  failed"), "");
+  EXPECT_EQ(contains(r.err, "all_reduce #2 (f32, 1024, Sum) via "), "");
+  EXPECT_EQ(contains(r.err, "  failed at "), "");
   for (int pid : worker_pids(r.out)) EXPECT_TRUE(wait_gone(pid, 10s));
 }
 
@@ -114,7 +118,7 @@ TEST(FlightRecorder, Sigusr1DumpsToStderrAndTheDirectory) {
   EXPECT_EQ(r.code, 0) << r.err;
   for (int rank : {0, 1}) {
     EXPECT_EQ(contains(r.err, "[spmd flight recorder] rank " + std::to_string(rank) + " (pid"), "");
-    EXPECT_EQ(contains(r.err, "all_reduce #0 (f32, 16, Sum) via shm_flat  completed"), "");
+    EXPECT_EQ(contains(r.err, "all_reduce #0 (f32, 16, Sum) via "), "");
   }
   EXPECT_EQ(contains(r.err, ": SIGUSR1"), "");
   int files = 0;
@@ -126,7 +130,8 @@ TEST(FlightRecorder, Sigusr1DumpsToStderrAndTheDirectory) {
       ++files;
       std::stringstream text;
       text << in.rdbuf();
-      EXPECT_EQ(contains(text.str(), "barrier #1 via shm_flat  completed"), "");
+      EXPECT_EQ(contains(text.str(), "barrier #1 via "), "");
+      EXPECT_EQ(contains(text.str(), "  completed at "), "");
       ::unlink(path.c_str());
     }
   EXPECT_EQ(files, 2);
