@@ -14,8 +14,10 @@ tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo
 # mode, Slurm's controller, node daemon and srun/sbatch (AuthType=auth/none: no munge needed).
 tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client)
 # Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd; matplotlib for
-# bench/plot.py (spmd-bench --plot, compare.sh's busbw.png and its ctest smoke test).
-bench=(openmpi-bin libopenmpi-dev python3-matplotlib)
+# bench/plot.py (spmd-bench --plot, compare.sh's busbw.png and its ctest smoke test) and
+# scripts/plot_trace.py (trace PNGs); valgrind for the flight recorder's cost in instructions
+# (bench/observe/recorder_cost.sh).
+bench=(openmpi-bin libopenmpi-dev python3-matplotlib valgrind)
 
 want=("${core[@]}")
 if [[ "${1:-}" != "--core-only" ]]; then want+=("${tests[@]}" "${bench[@]}"); fi

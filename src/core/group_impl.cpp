@@ -23,7 +23,7 @@ std::string settings_of(const GroupOptions& o) {
 }  // namespace
 
 ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::vector<int> rs, GroupOptions o,
-                         const std::string& what)
+                         const std::string& what, std::shared_ptr<observe::Observer> world_observer)
     : store(std::move(s)), prefix(std::move(p)), rank(r), ranks(std::move(rs)), options(std::move(o)) {
   if (auto secs = env::get_seconds("SPMD_TIMEOUT"))
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(*secs * 1000.0));
@@ -42,12 +42,16 @@ ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::ve
   backend = make_backend(options.backend, config);
   SPMD_LOG(Info) << "group " << prefix << ": " << size() << " ranks on " << locality.summary() << ", backend "
                  << backend->name() << (options.deterministic ? " (deterministic)" : "");
+  observer = world_observer ? std::move(world_observer)
+                            : observe::Observer::create(store, ranks[static_cast<size_t>(rank)], size());
+  recorder = observer->add_group(prefix, ranks);
   queue = std::make_unique<WorkQueue>([this](std::exception_ptr e) { on_failure(e); });
 }
 
 ProcessGroup::Impl::~Impl() {
   queue.reset();  // finishes queued work before the backend goes away
   backend.reset();
+  observer->flush_trace();  // the group's last calls are in the trace file now
 }
 
 void ProcessGroup::Impl::on_failure(std::exception_ptr e) {
@@ -56,6 +60,7 @@ void ProcessGroup::Impl::on_failure(std::exception_ptr e) {
   } catch (const Error& err) {
     // Bad arguments fail before any byte moves: the group stays in step and usable.
     if (err.kind() != ErrorKind::InvalidArgument) backend->abort(err.kind(), message_of(err));
+    observer->on_failure(err.kind(), prefix, message_of(err));
   } catch (const std::exception& err) {
     backend->abort(ErrorKind::System, err.what());
   }
@@ -93,7 +98,14 @@ Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(con
   state->what = describe(sig);
   std::lock_guard<std::mutex> g(issue_mutex);
   uint64_t seq = next_seq++;
-  queue->push([this, sig, seq, body = std::move(body)] { body(context(sig, seq, false)); }, {state});
+  uint64_t id = recorder ? recorder->queued(sig, seq, false) : 0;
+  queue->push(
+      [this, sig, seq, id, body = std::move(body)] {
+        observe::CallScope scope(recorder.get(), id, seq, false);
+        body(context(sig, seq, false));
+        scope.done();
+      },
+      {state});
   return Work(state);
 }
 
@@ -106,14 +118,17 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
     states.back()->what = describe(sig);
     out.emplace_back(states.back());
   }
-  auto run = [this, sig, states, body = std::move(body)] {
+  std::lock_guard<std::mutex> g(issue_mutex);
+  uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
+  auto run = [this, sig, states, id, body = std::move(body)] {
+    observe::CallScope scope(recorder.get(), id, 0, true);
     int peer = body(context(sig, 0, true));
+    scope.done();
     for (auto& s : states) {
       std::lock_guard<std::mutex> g(s->m);
       s->source_rank = peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1;
     }
   };
-  std::lock_guard<std::mutex> g(issue_mutex);
   queue->push(std::move(run), states);
   return out;
 }

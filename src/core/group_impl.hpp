@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "core/observe/flight_recorder.hpp"
+#include "core/observe/observer.hpp"
 #include "core/work_queue.hpp"
 #include "spmd/process_group.hpp"
 
@@ -40,9 +42,10 @@ class SyncIntent {
 struct ProcessGroup::Impl {
   // `ranks[i]` is the world rank of group rank i; `rank` is ours in the group. Agrees with
   // the other members on the group through the store (group_agreement.hpp); `what` names the
-  // group in those messages.
+  // group in those messages. `world_observer` is the observer of the world a subgroup is made
+  // from (null for a world, which makes its own).
   Impl(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> ranks, GroupOptions options,
-       const std::string& what);
+       const std::string& what, std::shared_ptr<observe::Observer> world_observer = nullptr);
   ~Impl();
 
   std::shared_ptr<Store> store;
@@ -52,6 +55,8 @@ struct ProcessGroup::Impl {
   GroupOptions options;
   Locality locality;
   std::unique_ptr<Backend> backend;
+  std::shared_ptr<observe::Observer> observer;         // the world's: heartbeat, dumps, trace
+  std::shared_ptr<observe::FlightRecorder> recorder;  // this group's calls; null when off
 
   std::mutex issue_mutex;  // numbering + queueing is atomic, so the order is the number order
   uint64_t next_seq = 0;
@@ -71,7 +76,7 @@ struct ProcessGroup::Impl {
   Work call(const CallSignature& sig, Body&& body) {
     if (SyncIntent::take())
       if (auto seq = claim_inline()) {
-        run_inline([&] { body(context(sig, *seq, false)); });
+        run_inline(sig, *seq, false, [&] { body(context(sig, *seq, false)); });
         return Work::completed();
       }
     return submit(sig, std::function<void(const OpContext&)>(std::forward<Body>(body)));
@@ -81,7 +86,7 @@ struct ProcessGroup::Impl {
   std::vector<Work> call_p2p(const CallSignature& sig, size_t works, Body&& body) {
     if (SyncIntent::take() && works == 1 && claim_inline(false)) {
       int peer = -1;
-      run_inline([&] { peer = body(context(sig, 0, true)); });
+      run_inline(sig, 0, true, [&] { peer = body(context(sig, 0, true)); });
       return {Work::completed(peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1)};
     }
     return submit_p2p(sig, works, std::function<int(const OpContext&)>(std::forward<Body>(body)));
@@ -92,10 +97,14 @@ struct ProcessGroup::Impl {
   std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
   // The next sequence number if this thread may run the call itself (nothing queued).
   std::optional<uint64_t> claim_inline(bool numbered = true);
+  // Runs a call in this thread under the flight recorder (whose record is closed, completed
+  // or failed, before a failure is handled).
   template <typename F>
-  void run_inline(F&& run) {
+  void run_inline(const CallSignature& sig, uint64_t seq, bool p2p, F&& run) {
     try {
+      observe::CallScope scope(recorder.get(), sig, seq, p2p);
       run();
+      scope.done();
     } catch (...) {
       on_failure(std::current_exception());
       queue->release_inline();

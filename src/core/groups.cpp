@@ -34,7 +34,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ra
   }
   std::string desc = "new_group #" + std::to_string(child) + " of group " + impl_->prefix;
   return std::make_shared<ProcessGroup>(std::make_shared<Impl>(
-      impl_->store, std::move(prefix), static_cast<int>(me - sorted.begin()), sorted, std::move(options), desc));
+      impl_->store, std::move(prefix), static_cast<int>(me - sorted.begin()), sorted, std::move(options), desc,
+      impl_->observer));
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::new_subgroups(int group_size, GroupOptions options) {

@@ -8,6 +8,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "core/launcherless_store.hpp"
+#include "core/observe/observer.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
 #include "spmd/topology.hpp"
@@ -59,6 +60,7 @@ ProcessGroup& init(InitOptions options) {
   if (options.world_size < 0) options.world_size = topo.world_size;
   std::shared_ptr<Store> store = options.store;
   std::optional<std::string> launcherless_path;  // set when mpirun/srun ranks meet in a FileStore
+  bool launcher_store = false;                    // the store is spmdrun's (SPMD_STORE_ADDR)
   if (!store) {
     if (method == "env://") {
       auto addr = env::get("SPMD_STORE_ADDR");
@@ -70,6 +72,7 @@ ProcessGroup& init(InitOptions options) {
         o.timeout = options.timeout;
         std::shared_ptr<Store> inner = std::make_shared<TcpStore>(o);
         store = std::make_shared<PrefixStore>(env::get("SPMD_STORE_PREFIX").value_or("spmd"), inner);
+        launcher_store = true;
       } else {
         auto master = env::get("MASTER_ADDR");
         auto mport = env::get("MASTER_PORT");
@@ -115,6 +118,7 @@ ProcessGroup& init(InitOptions options) {
   GroupOptions g;
   g.timeout = options.timeout;
   g.backend = options.backend;
+  if (launcher_store) observe::next_world_uses_launcher_store();
   g_world = ProcessGroup::create(store, options.rank, options.world_size, g);
   if (launcherless_path) release_launcherless_store(*store, *launcherless_path, options.world_size);
   SPMD_LOG(Info) << "initialised rank " << options.rank << " of " << options.world_size << " via " << method;

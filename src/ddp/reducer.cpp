@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/log.hpp"
+#include "core/observe/call_probe.hpp"
 #include "ddp/reducer_impl.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
@@ -91,6 +92,8 @@ void Reducer::Impl::launch_in_order() {
   // Bucket k starts only after buckets < k: every rank then issues the same collectives in the
   // same order, whatever order its gradients became ready in.
   while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
+    const std::string label = "ddp bucket " + std::to_string(next_launch);
+    observe::TraceLabel traced(label.c_str());  // names the bucket's calls in records and traces
     ReducerBucket& b = buckets[next_launch++];
     b.launched = true;
     b.inflight = hook(b.view(), group);

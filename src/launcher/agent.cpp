@@ -11,6 +11,7 @@
 #include "common/deadline.hpp"
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
+#include "launcher/hang_watch.hpp"
 #include "common/error_text.hpp"
 #include "launcher/process_tree.hpp"
 #include "launcher/root_cause.hpp"
@@ -61,7 +62,7 @@ class AttemptRun {
              const NodeAgent::RootCauseListener& on_root_cause)
       : o_(o), signals_(signals), plan_(plan), attempt_dir_(std::move(attempt_dir)), on_root_cause_(on_root_cause) {}
 
-  AttemptOutcome run(int stop_fd);
+  AttemptOutcome run(int stop_fd, int hang_fd);
 
  private:
   void start_workers();
@@ -236,7 +237,7 @@ bool AttemptRun::check_leftovers() {
   return false;
 }
 
-AttemptOutcome AttemptRun::run(int stop_fd) {
+AttemptOutcome AttemptRun::run(int stop_fd, int hang_fd) {
   start_workers();
   std::optional<Deadline> drain_until;
   std::vector<pollfd> fds;
@@ -260,6 +261,7 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
     pumps.clear();
     fds.push_back({signals_.fd(), POLLIN, 0});
     if (stop_fd >= 0 && !stopping_) fds.push_back({stop_fd, POLLIN, 0});
+    if (hang_fd >= 0 && !stopping_) fds.push_back({hang_fd, POLLIN, 0});
     size_t first_pump = fds.size();
     for (auto& w : workers_)
       for (StreamPump* p : {w.out.get(), w.err.get()})
@@ -285,6 +287,13 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
       if (outcome_.kind == AttemptOutcome::Kind::Succeeded) outcome_.kind = AttemptOutcome::Kind::StoppedByPeer;
       begin_stop(SIGTERM);
     }
+    if (hang_fd >= 0 && fds[first_pump - 1].fd == hang_fd && (fds[first_pump - 1].revents & POLLIN) && !stopping_) {
+      if (outcome_.kind == AttemptOutcome::Kind::Succeeded) {
+        outcome_.kind = AttemptOutcome::Kind::Hung;
+        outcome_.exit_code = kHangExitCode;
+      }
+      begin_stop(SIGTERM);
+    }
     for (size_t i = first_pump; i < fds.size(); ++i)
       if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) pumps[i - first_pump]->pump();
     if (stopping_ && !killed_ && kill_at_.expired()) {
@@ -306,8 +315,9 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
         f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
   // A worker killed while its group was being made may have left a shared segment's name.
   for (auto& w : workers_)
-    if (int n = shm::remove_segments_of(w.process.pid()))
+    if (int n = shm::remove_segments_of(w.process.pid())) {
       SPMD_LOG(Info) << "spmdrun: removed " << n << " shared-memory segment(s) rank " << w.entry.global_rank << " left";
+    }
   return outcome_;
 }
 
@@ -316,7 +326,8 @@ AttemptOutcome AttemptRun::run(int stop_fd) {
 NodeAgent::NodeAgent(const Options& options, SignalChannel& signals)
     : options_(options), signals_(signals) {}
 
-AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause) {
+AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause,
+                              int hang_fd) {
   // In spmdrun's own temporary directory (only error files) there is no layout to keep.
   std::string dir = options_.scratch_log_dir
                         ? options_.log_dir
@@ -324,7 +335,7 @@ AttemptOutcome NodeAgent::run(const AttemptPlan& plan, int stop_fd, const RootCa
   make_dirs(dir);
   attempt_log_dir_ = options_.redirects.any() || options_.tee.any() ? dir : "";
   AttemptRun attempt(options_, signals_, plan, dir, on_root_cause);
-  return attempt.run(stop_fd);
+  return attempt.run(stop_fd, hang_fd);
 }
 
 }  // namespace spmd::launcher

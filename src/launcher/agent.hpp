@@ -34,7 +34,7 @@ struct WorkerFailure {
 };
 
 struct AttemptOutcome {
-  enum class Kind { Succeeded, WorkerFailed, Interrupted, StoppedByPeer, StartFailed };
+  enum class Kind { Succeeded, WorkerFailed, Interrupted, StoppedByPeer, StartFailed, Hung };
   Kind kind = Kind::Succeeded;
   int exit_code = 0;                     // what spmdrun exits with if this is the last attempt
   int signal = 0;                        // Interrupted: the signal spmdrun received
@@ -43,7 +43,7 @@ struct AttemptOutcome {
   std::vector<WorkerFailure> failures;
   std::vector<int> stopped_ranks;        // ranks spmdrun itself stopped
   std::vector<std::string> leftovers;    // processes still running after every worker ended
-  std::string message;                   // StartFailed: why
+  std::string message;                   // StartFailed: why; Hung: the hang in one line
 };
 
 class NodeAgent {
@@ -53,8 +53,10 @@ class NodeAgent {
   // cause (outcome.failures.front()), so other nodes learn of it before the local teardown.
   using RootCauseListener = std::function<void(const AttemptOutcome&)>;
   // Runs the attempt to its end. `stop_fd` (or -1) becomes readable when another node asks
-  // this one to stop (its failure, or a signal it got).
-  AttemptOutcome run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause = {});
+  // this one to stop (its failure, or a signal it got); `hang_fd` (or -1) when the hang watch
+  // reported a hung job (hang_watch.hpp), which then stops like a failed one (Kind::Hung).
+  AttemptOutcome run(const AttemptPlan& plan, int stop_fd, const RootCauseListener& on_root_cause = {},
+                     int hang_fd = -1);
   // Where the attempt's log files went ("" when none were written).
   const std::string& attempt_log_dir() const { return attempt_log_dir_; }
 

@@ -62,6 +62,8 @@ std::string format_failure_report(const std::string& program, const std::string&
   s += kThin;
   if (o.kind == AttemptOutcome::Kind::StartFailed) {
     s += "Could not start the workers: " + o.message + "\n";
+  } else if (o.kind == AttemptOutcome::Kind::Hung) {
+    s += "spmdrun stopped the job because it hung (report above): " + o.message + "\n";
   } else if (o.kind == AttemptOutcome::Kind::Interrupted) {
     s += "spmdrun " + interruption_text(o.signal) +
          " and stopped the workers (forwarded the signal, then SIGKILL after the grace period)\n";
@@ -96,6 +98,7 @@ std::string summarize_root_cause(const std::string& host, const AttemptOutcome& 
     if (o.kind == AttemptOutcome::Kind::Interrupted)
       return "spmdrun on " + host + " " + interruption_text(o.signal);
     if (o.kind == AttemptOutcome::Kind::StartFailed) return "on " + host + ": " + o.message;
+    if (o.kind == AttemptOutcome::Kind::Hung) return "the job hung (spmdrun on " + host + "): " + o.message;
     return "a node on " + host + " stopped";
   }
   const WorkerFailure& f = o.failures.front();

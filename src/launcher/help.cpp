@@ -75,6 +75,13 @@ spmd extras:
                             (SPMD_REMOTE_SPMDRUN overrides), run in the same directory
   --rsh CMD                 the remote shell for --hostfile (default ssh; e.g. "ssh -tt" so a
                             closed connection also stops the remote launcher)
+  --hang-timeout DURATION   when no rank of a group has progressed for DURATION (seconds, or
+                            90s, 2m, 1h) while some rank is inside a call, ask every rank for
+                            its flight records, print a report naming the lagging ranks and
+                            the call they did not enter, and stop the job (exit code 124).
+                            Default: half of SPMD_TIMEOUT (300 s); 0 turns it off
+  --trace FILE.json         record every rank's collectives (SPMD_TRACE) and merge them into
+                            one Chrome trace, one row per rank (open in ui.perfetto.dev)
   --dry-run                 print the rank table (node rank, local rank, rank, world size)
                             these flags produce, and the worker command, then exit
   -h, --help                this text
@@ -94,7 +101,8 @@ after --grace-period) and spmdrun prints which rank failed, where, how (exit cod
 and the end of its stderr, then exits with that worker's exit code (128+N for signal N).
 SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Processes the workers leave
 running are stopped when they end (and named); even kill -9 of spmdrun leaves none behind.
-Exit codes: 0 every worker succeeded; 2 bad flags; 127 the program could not be started.
+Exit codes: 0 every worker succeeded; 2 bad flags; 124 the job hung (--hang-timeout); 127 the
+program could not be started.
 
 Examples:
   spmdrun --nproc-per-node 4 ./train

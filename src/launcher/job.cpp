@@ -10,9 +10,11 @@
 #include "launcher/error_file.hpp"
 #include "launcher/failure_report.hpp"
 #include "launcher/guard.hpp"
+#include "launcher/hang_watch.hpp"
 #include "launcher/net.hpp"
 #include "launcher/rendezvous/rendezvous.hpp"
 #include "launcher/stream_pump.hpp"
+#include "launcher/trace_merge.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
 
@@ -45,6 +47,8 @@ int run_job(Options o) {
     o.log_dir = default_log_dir(o.rdzv_id);
     say("spmdrun: worker logs go to " + o.log_dir + "\n");
   }
+  TraceSession trace(o.trace_file);  // --trace: merges the ranks' traces when the job ends
+  prepare_hang_watch(o);
   std::unique_ptr<Rendezvous> rdzv;
   NodeAgent agent(o, signals);
   std::string host = host_name();
@@ -57,9 +61,15 @@ int run_job(Options o) {
                      << " of " << plan.table.nnodes() << ", ranks " << plan.table.first_rank(plan.node_rank) << ".."
                      << plan.table.first_rank(plan.node_rank) + plan.table.local_world_size(plan.node_rank) - 1
                      << " of " << plan.table.world_size();
-      AttemptOutcome outcome = agent.run(plan, rdzv->stop_fd(), [&](const AttemptOutcome& local) {
-        rdzv->announce_root_cause(local, cause_notice(host, local));
-      });
+      AttemptOutcome outcome;
+      {
+        HangWatch watch(o, plan);
+        outcome = agent.run(
+            plan, rdzv->stop_fd(),
+            [&](const AttemptOutcome& local) { rdzv->announce_root_cause(local, cause_notice(host, local)); },
+            watch.fd());
+        if (outcome.kind == AttemptOutcome::Kind::Hung) outcome.message = watch.summary();
+      }
       CauseNotice cause = cause_notice(host, outcome);
       Verdict verdict = rdzv->conclude(outcome, cause);
       bool interrupted = outcome.kind == AttemptOutcome::Kind::Interrupted;
@@ -88,7 +98,8 @@ int run_job(Options o) {
       }
       rdzv->acknowledge(false);
       bool have_report = !outcome.failures.empty() || interrupted ||
-                         outcome.kind == AttemptOutcome::Kind::StartFailed;
+                         outcome.kind == AttemptOutcome::Kind::StartFailed ||
+                         outcome.kind == AttemptOutcome::Kind::Hung;
       if (o.scratch_log_dir)  // the workers' error files go with it: no path to show
         for (auto& f : outcome.failures)
           if (f.error_file) f.error_file->path.clear();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "launcher/hang_watch.hpp"
 #include "launcher/slurm_step.hpp"
 #include "spmd/error.hpp"
 
@@ -119,6 +120,10 @@ const std::vector<Flag>& flags() {
     value("tee", {"-t"}, [](Options&, Raw& r, const std::string& v) { r.tee = v; });
     value("local_ranks_filter", {}, [](Options&, Raw& r, const std::string& v) { r.local_ranks_filter = v; });
     toggle("dry_run", {}, [](Options& o, Raw&, const std::string&) { o.dry_run = true; });
+    value("hang_timeout", {}, [](Options& o, Raw&, const std::string& v) {
+      o.hang_timeout_s = parse_duration("--hang-timeout", v);
+    });
+    value("trace", {}, [](Options& o, Raw&, const std::string& v) { o.trace_file = v; });
     value("hostfile", {}, [](Options& o, Raw&, const std::string& v) { o.hostfile = v; });
     value("rsh", {}, [](Options& o, Raw&, const std::string& v) { o.rsh = v; });
     return t;

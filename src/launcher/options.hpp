@@ -47,6 +47,8 @@ struct Options {
   StdSpec tee;
   std::set<int> local_ranks_filter;  // empty = every rank
   // spmd extras.
+  double hang_timeout_s = -1;  // --hang-timeout (-1: half of SPMD_TIMEOUT; 0: off): hang_watch.hpp
+  std::string trace_file;      // --trace FILE.json: trace_merge.hpp
   bool dry_run = false;
   std::string hostfile;
   std::string rsh;

@@ -198,7 +198,7 @@ wait_until() {
   done
 }
 
-# wait_pid PID SECONDS: waits for a background job of this shell; returns its status, or 124
+# wait_pid PID SECONDS: waits for a background job of this shell; returns its status, or 254
 # (after SIGKILL) when it has not ended within SECONDS.
 wait_pid() {
   local pid=$1 deadline=$((SECONDS + $2))
@@ -206,7 +206,7 @@ wait_pid() {
   if kill -0 "$pid" 2>/dev/null; then
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    return 124
+    return 254  # not 124: spmdrun exits 124 when its hang watch stops a job
   fi
   wait "$pid"
 }

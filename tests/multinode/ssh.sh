@@ -94,7 +94,7 @@ wait_until 60 six_running || fail "the job never started: $(cat "$WORK/term")"
 kill -TERM "$head_pid"
 wait_pid "$head_pid" 20 >/dev/null
 rc=$?
-[[ $rc != 124 ]] || fail "the head did not end within 20 s of SIGTERM"
+[[ $rc != 254 ]] || fail "the head did not end within 20 s of SIGTERM"
 # What still runs in the nodes' namespaces, sshd (and its session processes) aside.
 job_procs() { for i in 0 1 2; do ip netns pids "$(mn_ns $i)"; done | xargs -r ps -o pid=,args= -p | grep -v sshd; }
 gone() { [[ -z $(job_procs) ]]; }

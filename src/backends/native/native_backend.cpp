@@ -10,6 +10,7 @@
 #include "collectives/select.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "core/observe/call_probe.hpp"
 #include "transport/shm/shm_group.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -144,6 +145,7 @@ class NativeBackend final : public Backend {
     const algo::Algorithm& chosen = algo::select(call.sig.collective, bytes, traits_);
     OpContext op = call;
     op.sig.algo = algo::algorithm_id(chosen);
+    observe::note_algorithm(op.sig.algo);
     SPMD_LOG(Trace) << describe(op.sig) << " #" << op.seq;
     algo::AlgoContext ctx{op, config_.locality, net_};
     ctx.shm = shm_.get();

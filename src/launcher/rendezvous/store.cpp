@@ -301,10 +301,25 @@ void StoreRendezvous::finish(bool job_over) {
   std::vector<std::string> acks;
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
   try {
-    // A node that died never acknowledges: wait no longer than its heartbeat timeout.
+    // A node that died (or was cut off) never acknowledges: wait for it no longer than its
+    // heartbeat, last seen changing by the watcher, takes to time out.
     auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
     Deadline deadline(std::min(kAckTimeout, peer_timeout));
-    wait_until([&] { return store_->check(acks); }, [&] { return acks.back(); }, deadline,
+    std::vector<std::chrono::steady_clock::time_point> seen;
+    {
+      std::lock_guard<std::mutex> lock(watcher_error_mu_);
+      seen = beat_changed_;
+    }
+    auto acknowledged_or_gone = [&] {
+      if (store_->check(acks)) return true;
+      for (int r = 0; r < nnodes_; ++r) {
+        bool gone = r != node_rank_ && static_cast<size_t>(r) < seen.size() &&
+                    std::chrono::steady_clock::now() - seen[static_cast<size_t>(r)] > peer_timeout;
+        if (!gone && !store_->check({acks[static_cast<size_t>(r)]})) return false;
+      }
+      return true;
+    };
+    wait_until(acknowledged_or_gone, [&] { return acks.back(); }, deadline,
                "not every node acknowledged the job's end (one may have died); closing the store anyway");
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << message_of(e);

@@ -113,6 +113,9 @@ class StoreRendezvous : public Rendezvous {
   std::mutex watcher_error_mu_;
   std::string watcher_error_;  // the store was lost
   std::string peer_lost_;      // another node stopped sending heartbeats
+  // When the watcher last saw each node's heartbeat change: finish() waits for a node's
+  // acknowledgement no longer than its heartbeat would have taken to time out.
+  std::vector<std::chrono::steady_clock::time_point> beat_changed_;
   // A call to the store timed out at the end of a round (a cut cable, a hung store host):
   // the rest of the round's calls would each wait call_timeout() for nothing; skip them.
   std::atomic<bool> store_unreachable_{false};

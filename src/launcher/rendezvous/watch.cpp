@@ -107,6 +107,10 @@ void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
       break;
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(watcher_error_mu_);
+    beat_changed_ = changed;
+  }
   uint64_t one = 1;
   ssize_t ignored = ::write(stop_event_.get(), &one, sizeof one);
   (void)ignored;

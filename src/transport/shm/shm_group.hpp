@@ -30,6 +30,7 @@
 
 #include "common/fd.hpp"
 #include "core/call.hpp"
+#include "core/observe/call_probe.hpp"
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "transport/shm/segment.hpp"
@@ -148,6 +149,14 @@ template <typename Ready, typename Awaited, typename Missing>
 void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing) {
   if (ready()) return;
   check_usable();
+  // The flight recorder learns whom this rank waits on (only when it records: the loop over
+  // the peers is skipped otherwise).
+  auto first_awaited = [&]() -> int {
+    for (int q = 0; q < size(); ++q)
+      if (q != me_ && awaited(q)) return global(q);
+    return -1;
+  };
+  observe::WaitScope waiting(observe::active_call() ? first_awaited() : -1);
   const auto start = std::chrono::steady_clock::now();
   int64_t spins = 0;
   while (!idle_phase_done(spins, start)) {
@@ -163,6 +172,7 @@ void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missi
       mine.sleeping.store(0, std::memory_order_relaxed);
       return;
     }
+    if (observe::active_call()) waiting.blocking(first_awaited());
     sleep_once(seen, op);  // clears `sleeping`
     if (ready()) return;
     using A = std::remove_reference_t<Awaited>;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
+#include "core/observe/call_probe.hpp"
 #include "transport/frame_check.hpp"
 #include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"
@@ -107,6 +108,7 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   };
   std::vector<pollfd> fds;
   const auto step_start = Deadline::Clock::now();
+  Deadline::Clock::time_point blocked_since{};  // when this step first had to wait
   bool meshed = false;
   for (;;) {
     bool progress = false, pending = false;
@@ -176,6 +178,10 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     watch_for_aborts(touched, fds);
     int wait_ms = op.deadline.poll_ms();
     if (!meshed && size() <= kMeshMaxRanks) wait_ms = std::min(wait_ms, static_cast<int>(kMeshAfter.count()));
+    if (blocked_since == Deadline::Clock::time_point{}) blocked_since = Deadline::Clock::now();
+    // The flight recorder learns whom the step waits on (looked up only when it records).
+    observe::WaitScope waiting(observe::active_call() ? awaited_peer(sends, recvs) : -1, blocked_since);
+    waiting.blocking();
     int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), wait_ms); });
     if (n < 0) raise_errno(who() + " polling its connections in " + call(op));
     if (n == 0 && op.deadline.expired()) raise_timeout(sends, recvs, op);

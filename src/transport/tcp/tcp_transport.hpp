@@ -62,6 +62,9 @@ class TcpTransport final : public Transport {
   void check_for_aborts(std::span<pollfd> watched, const OpContext& op);
   void check_early_frame(TcpPair& pair, const OpContext& op);
   [[noreturn]] void raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op);
+  // The global rank a blocked step waits on: its first unfinished receive's, else its first
+  // unfinished send's peer (-1: none). For the flight recorder.
+  int awaited_peer(std::span<SendPart> sends, std::span<RecvPart> recvs) const;
   [[noreturn]] void rethrow_in_context(const Error& e, const OpContext& op) const;
   // A rank that stops the group also records why in the store ("<prefix>/abort"), so peers
   // whose connections to it broke (or were refused) report the cause, not just the loss.

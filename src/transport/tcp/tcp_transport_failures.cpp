@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/observe/call_probe.hpp"
 #include "transport/frame_check.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -77,6 +78,14 @@ void TcpTransport::check_for_aborts(std::span<pollfd> watched, const OpContext& 
   }
 }
 
+int TcpTransport::awaited_peer(std::span<SendPart> sends, std::span<RecvPart> recvs) const {
+  for (auto& r : recvs)
+    if (!(r.header_done && r.received == r.bytes)) return conns_.global(r.peer);
+  for (auto& s : sends)
+    if (!(s.header_sent == sizeof(FrameHeader) && s.sent == s.bytes)) return conns_.global(s.peer);
+  return -1;
+}
+
 void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
   std::string waiting;
   for (auto& r : recvs)
@@ -133,6 +142,7 @@ int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& o
         fds.push_back({pair->fd(), POLLIN, 0});
       }
       if (alive == 0) raise(ErrorKind::PeerLost, "every possible sender has closed its connection; last: " + last_loss);
+      observe::WaitScope waiting(-1);  // any sender: no single peer is awaited
       int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), op.deadline.poll_ms()); });
       if (n < 0) raise_errno("poll");
       if (n == 0 && op.deadline.expired())

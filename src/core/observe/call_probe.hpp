@@ -1,0 +1,85 @@
+// What the code below a group's call path tells the flight recorder about the call it runs:
+// the algorithm the backend chose, and where the call blocks (the peer it waits on, for how
+// long). The calling thread's running call is a thread-local pointer set by the recorder
+// (flight_recorder.hpp) around the backend call; with the recorder off it is null and every
+// hook is one predictable branch. Like call.hpp this depends on nothing below core, so
+// transports and backends use it freely. docs/observability.md describes the records.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace spmd::observe {
+
+class FlightRecorder;
+
+// Nanoseconds on the wall clock (CLOCK_REALTIME): comparable between the ranks of a job.
+int64_t wall_ns();
+
+// The call this thread is running, filled in while it runs and written into its record when
+// it ends (or when it has blocked long enough to be worth reporting: publish_wait).
+struct ActiveCall {
+  FlightRecorder* recorder = nullptr;
+  uint64_t id = 0;          // the record's id in its recorder
+  uint64_t seq = 0;         // the call's number (collectives)
+  bool p2p = false;
+  int64_t started_ns = 0;
+  uint16_t algo = 0;        // the backend's choice (CallSignature::algo)
+  int32_t waiting_on = -1;  // global rank of the peer it last blocked on
+  int64_t wait_ns = 0;      // time blocked on peers so far
+  bool published = false;   // the current long wait is in the record already
+  ActiveCall* outer = nullptr;
+};
+
+ActiveCall*& active_call();  // this thread's, or null
+
+// The backend chose algorithm `algo` for the running call.
+inline void note_algorithm(uint16_t algo) {
+  if (ActiveCall* a = active_call()) a->algo = algo;
+}
+
+// A wait for peers inside a call: created when the transport starts to block on `peer` (a
+// global rank; -1 when it cannot tell), blocking() before each sleep or poll. Its time counts
+// as waiting. A wait that has lasted kPublishAfter (counted from `since`, for a transport
+// that waits in several slices) is written into the record and the heartbeat is nudged, so
+// a dump or a hang report shows whom a stuck rank waits on.
+class WaitScope {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kPublishAfter{50};
+  explicit WaitScope(int peer, Clock::time_point since = {}) : call_(active_call()) {
+    if (call_ != nullptr) begin(peer, since);
+  }
+  ~WaitScope() {
+    if (call_ != nullptr) end();
+  }
+  WaitScope(const WaitScope&) = delete;
+  WaitScope& operator=(const WaitScope&) = delete;
+  // About to sleep or poll; `peer` (when >= 0) is whom it now waits on.
+  void blocking(int peer = -1) {
+    if (call_ != nullptr) blocking_slow(peer);
+  }
+
+ private:
+  void begin(int peer, Clock::time_point since);
+  void end();
+  void blocking_slow(int peer);
+  ActiveCall* call_;
+  Clock::time_point start_, since_;
+};
+
+// A label for the calls this thread issues while it lives ("ddp bucket 3"): kept in their
+// records and shown in the trace. Nested labels replace the outer one until they end.
+class TraceLabel {
+ public:
+  explicit TraceLabel(const char* text);
+  ~TraceLabel();
+  TraceLabel(const TraceLabel&) = delete;
+  TraceLabel& operator=(const TraceLabel&) = delete;
+  static const char* current();  // "" when none
+
+ private:
+  char saved_[32];
+};
+
+}  // namespace spmd::observe

@@ -1,0 +1,248 @@
+#include "core/observe/flight_recorder.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/env.hpp"
+
+namespace spmd::observe {
+
+namespace {
+
+constexpr size_t kDefaultCapacity = 256;
+
+thread_local ActiveCall* t_active = nullptr;
+thread_local char t_label[32] = {};
+
+}  // namespace
+
+int64_t wall_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+ActiveCall*& active_call() { return t_active; }
+
+// --- WaitScope, TraceLabel (call_probe.hpp) ---
+
+void WaitScope::begin(int peer, Clock::time_point since) {
+  start_ = Clock::now();
+  since_ = since;
+  if (since == Clock::time_point{}) {  // a new wait, not the next slice of one
+    since_ = start_;
+    call_->published = false;
+  }
+  if (peer >= 0 && peer != call_->waiting_on) {
+    call_->waiting_on = peer;
+    call_->published = false;
+  }
+}
+
+void WaitScope::end() {
+  call_->wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
+}
+
+void WaitScope::blocking_slow(int peer) {
+  if (peer >= 0 && peer != call_->waiting_on) {
+    call_->waiting_on = peer;
+    call_->published = false;
+  }
+  if (call_->published || Clock::now() - since_ < kPublishAfter) return;
+  call_->published = true;
+  call_->recorder->publish_wait(*call_);
+}
+
+TraceLabel::TraceLabel(const char* text) {
+  std::memcpy(saved_, t_label, sizeof saved_);
+  std::strncpy(t_label, text, sizeof t_label - 1);
+  t_label[sizeof t_label - 1] = '\0';
+}
+
+TraceLabel::~TraceLabel() { std::memcpy(t_label, saved_, sizeof saved_); }
+
+const char* TraceLabel::current() { return t_label; }
+
+// --- records ---
+
+const char* state_name(CallState s) {
+  switch (s) {
+    case CallState::Queued: return "queued";
+    case CallState::Running: return "running";
+    case CallState::Completed: return "completed";
+    case CallState::Failed: return "failed";
+  }
+  return "?";
+}
+
+std::string FlightRecord::title() const {
+  // describe() gives "all_reduce(f32, 1024, Sum)": put the number after the name.
+  CallSignature plain = sig;
+  plain.algo = 0;
+  std::string d = describe(plain);
+  size_t paren = d.find('(');
+  std::string number = " #" + std::to_string(seq);
+  // Sends and receives share a signature (they are compared with each other): name neither.
+  if (p2p) d = "p2p" + (paren == std::string::npos ? std::string() : d.substr(paren));
+  paren = d.find('(');
+  if (paren == std::string::npos) return d + number;
+  std::string args = d.substr(paren);
+  if (args == "()") args.clear();
+  else args = " " + args;
+  return d.substr(0, paren) + number + args;
+}
+
+uint64_t FlightRecord::bytes() const { return sig.count * dtype_size(sig.dtype); }
+
+size_t recorder_capacity() {
+  auto n = env::get_int("SPMD_FLIGHT_RECORDER");
+  if (!n) return kDefaultCapacity;
+  return static_cast<size_t>(std::clamp<int64_t>(*n, 0, 1 << 20));
+}
+
+FlightRecorder::FlightRecorder(std::string name, std::vector<int> ranks, size_t capacity, int track,
+                               RecordSink* sink, void (*nudge)(void*), void* nudge_arg)
+    : name_(std::move(name)),
+      ranks_(std::move(ranks)),
+      track_(track),
+      sink_(sink),
+      nudge_(nudge),
+      nudge_arg_(nudge_arg),
+      ring_(std::max<size_t>(capacity, 1)) {}
+
+uint64_t FlightRecorder::append(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now) {
+  uint64_t id = next_id_++;
+  FlightRecord& r = slot(id);
+  r = FlightRecord{};
+  r.id = id;
+  r.p2p = p2p;
+  r.seq = p2p ? p2p_count_++ : seq;
+  r.sig = sig;
+  r.queued_ns = now;
+  const char* label = TraceLabel::current();
+  if (label[0] != '\0') std::memcpy(r.label, label, sizeof r.label);
+  if (p2p) ++progress_.p2p_issued;
+  else progress_.queued = static_cast<int64_t>(seq);
+  return id;
+}
+
+FlightRecord* FlightRecorder::find(uint64_t id) {
+  FlightRecord& r = slot(id);
+  return r.id == id && id < next_id_ ? &r : nullptr;
+}
+
+uint64_t FlightRecorder::queued(const CallSignature& sig, uint64_t seq, bool p2p) {
+  int64_t now = wall_ns();
+  std::lock_guard<std::mutex> g(m_);
+  return append(sig, seq, p2p, now);
+}
+
+void FlightRecorder::started(uint64_t id, uint64_t seq, bool p2p, ActiveCall& call) {
+  call.id = id;
+  call.seq = seq;
+  call.p2p = p2p;
+  call.started_ns = wall_ns();
+  std::lock_guard<std::mutex> g(m_);
+  if (!p2p) progress_.entered = static_cast<int64_t>(seq);
+  if (FlightRecord* r = find(id)) {
+    r->state = CallState::Running;
+    r->started_ns = call.started_ns;
+  }
+}
+
+void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool p2p, ActiveCall& call) {
+  call.seq = seq;
+  call.p2p = p2p;
+  call.started_ns = wall_ns();
+  std::lock_guard<std::mutex> g(m_);
+  call.id = append(sig, seq, p2p, call.started_ns);
+  FlightRecord& r = slot(call.id);
+  r.state = CallState::Running;
+  r.started_ns = call.started_ns;
+  if (!p2p) progress_.entered = static_cast<int64_t>(seq);
+}
+
+void FlightRecorder::finished(const ActiveCall& call, bool failed) {
+  int64_t now = wall_ns();
+  FlightRecord copy;
+  bool have = false;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    if (call.p2p) ++progress_.p2p_finished;
+    else if (!failed) progress_.completed = static_cast<int64_t>(call.seq);
+    progress_.failed = progress_.failed || failed;
+    if (FlightRecord* r = find(call.id)) {
+      r->state = failed ? CallState::Failed : CallState::Completed;
+      r->ended_ns = now;
+      r->sig.algo = call.algo;
+      r->wait_ns = call.wait_ns;
+      if (failed) r->waiting_on = call.waiting_on;  // what it last waited for, kept for the dump
+      else r->waiting_on = -1;
+      if (sink_ != nullptr) {
+        copy = *r;
+        have = true;
+      }
+    }
+  }
+  if (have) sink_->add(copy, track_, name_);
+}
+
+void FlightRecorder::publish_wait(const ActiveCall& call) {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    if (FlightRecord* r = find(call.id)) {
+      r->waiting_on = call.waiting_on;
+      r->sig.algo = call.algo;
+      r->wait_ns = call.wait_ns;
+    }
+  }
+  if (nudge_ != nullptr) nudge_(nudge_arg_);
+}
+
+GroupProgress FlightRecorder::progress() const {
+  std::lock_guard<std::mutex> g(m_);
+  return progress_;
+}
+
+std::vector<FlightRecord> FlightRecorder::records(size_t last, GroupProgress* progress) const {
+  std::lock_guard<std::mutex> g(m_);
+  if (progress != nullptr) *progress = progress_;
+  uint64_t n = std::min<uint64_t>({last, next_id_, ring_.size()});
+  std::vector<FlightRecord> out;
+  out.reserve(n);
+  for (uint64_t id = next_id_ - n; id < next_id_; ++id) out.push_back(ring_[id % ring_.size()]);
+  return out;
+}
+
+std::vector<FlightRecord> FlightRecorder::open_records(GroupProgress* progress) const {
+  std::lock_guard<std::mutex> g(m_);
+  if (progress != nullptr) *progress = progress_;
+  std::vector<FlightRecord> out;
+  uint64_t n = std::min<uint64_t>(next_id_, ring_.size());
+  // Newest first until the last finished record: the open calls are the newest ones.
+  for (uint64_t k = 0; k < n; ++k) {
+    const FlightRecord& r = ring_[(next_id_ - 1 - k) % ring_.size()];
+    out.push_back(r);
+    if (r.finished()) break;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// --- CallScope ---
+
+ActiveCall& CallScope::enter() {
+  call_.recorder = rec_;
+  call_.outer = t_active;
+  t_active = &call_;
+  return call_;
+}
+
+void CallScope::leave() {
+  t_active = call_.outer;
+  rec_->finished(call_, !done_);
+}
+
+}  // namespace spmd::observe
