@@ -5,6 +5,7 @@
 
 #include "backends/backend.hpp"
 #include "common/env.hpp"
+#include "common/error_text.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd {
@@ -18,18 +19,28 @@ std::string trim(const std::string& s) {
 
 const char* type_name(DeviceType t) { return t == DeviceType::CPU ? "cpu" : "cuda"; }
 
+// backend_serves(), with errors for unknown names saying where the spec came from.
+bool serves(const std::string& name, DeviceType type, const std::string& what) {
+  try {
+    return backend_serves(name, type);
+  } catch (const Error& e) {
+    raise(e.kind(), what + ": " + message_of(e));
+  }
+}
+
 }  // namespace
 
 BackendSpec parse_backend_spec(const std::string& spec, const std::string& source) {
   const std::string what = source + " \"" + spec + "\"";
   BackendSpec out;
   const std::string s = trim(spec);
-  if (s.empty()) raise(ErrorKind::InvalidArgument, what + " is empty: name a backend (" + "\"native\", \"mpi\", \"nccl\") "
-                                                   "or one per device type (\"cpu:native,cuda:nccl\")");
+  if (s.empty())
+    raise(ErrorKind::InvalidArgument,
+          what + " is empty: name a backend (\"native\", \"mpi\", \"nccl\") or one per device type (\"cpu:native,cuda:nccl\")");
   if (s.find(':') == std::string::npos) {
     if (s.find(',') != std::string::npos)
       raise(ErrorKind::InvalidArgument, what + ": several backends need a device type each, e.g. \"cpu:native,cuda:nccl\"");
-    backend_serves(s, DeviceType::CPU);  // unknown names raise, listing the built ones
+    serves(s, DeviceType::CPU, what);  // unknown names raise, listing the built ones
     out.single = out.canonical = s;
     return out;
   }
@@ -48,7 +59,7 @@ BackendSpec parse_backend_spec(const std::string& spec, const std::string& sourc
     else raise(ErrorKind::InvalidArgument, what + ": unknown device type \"" + dev + "\" (cpu or cuda)");
     for (const auto& r : out.routes)
       if (r.first == type) raise(ErrorKind::InvalidArgument, what + " names a backend for " + dev + " twice");
-    if (!backend_serves(name, type))
+    if (!serves(name, type, what))
       raise(ErrorKind::InvalidArgument, what + ": the " + name + " backend does not serve " + dev + " buffers");
     out.routes.emplace_back(type, name);
   }

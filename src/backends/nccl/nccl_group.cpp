@@ -23,6 +23,7 @@ class NcclCompletion final : public DeviceCompletion {
   bool ready() override { return group_->finished(*op_); }
   void make_caller_wait() override {
     Api& api = group_->api();
+    if (op_->failed) group_->check_failed();
     if (api.event_query(op_->done) == kOk) return;
     group_->check_failed();
     group_->ok(api.stream_wait_event(nullptr, op_->done), Library::Cuda, op_->call,
@@ -182,13 +183,14 @@ std::shared_ptr<DeviceCompletion> NcclGroup::enqueue(const OpContext& op, const 
 }
 
 bool NcclGroup::finished(const QueuedOp& q) {
-  if (api_.event_query(q.done) == kOk) return true;
+  if (q.failed || api_.event_query(q.done) == kOk) return true;
   std::lock_guard<std::mutex> g(m_);
   return failed_;
 }
 
 void NcclGroup::wait(const QueuedOp& q, Deadline deadline) {
   for (int round = 0;; backoff(round)) {
+    if (q.failed) check_failed();
     int rc = api_.event_query(q.done);
     if (rc == kOk) return;
     check_failed();
@@ -215,6 +217,8 @@ void NcclGroup::fail(ErrorKind kind, const std::string& message) {
     failed_ = true;
     failure_kind_ = kind;
     failure_ = message;
+    for (auto& q : queued_)
+      if (api_.event_query(q->done) != kOk) q->failed = true;
   }
   SPMD_LOG(Warn) << message;
   if (comm_) api_.comm_abort(comm_);  // unblocks the stream; the communicator is gone

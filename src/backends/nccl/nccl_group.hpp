@@ -7,6 +7,7 @@
 // naming the group and the call.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -46,6 +47,9 @@ struct QueuedOp {
   std::string call;  // "all_reduce(f32, 1024, Sum) (call #5)"
   Deadline deadline;
   std::chrono::milliseconds timeout;
+  // Set when the group failed before this operation finished: its event may still complete
+  // (an aborted communicator's work ends), but the operation did not.
+  std::atomic<bool> failed{false};
 };
 
 class NcclGroup : public std::enable_shared_from_this<NcclGroup> {
