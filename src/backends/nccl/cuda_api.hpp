@@ -45,6 +45,7 @@ class Api {
   virtual int malloc_async(void** p, size_t bytes, Stream s) = 0;
   virtual int free_async(void* p, Stream s) = 0;
   virtual int memcpy_async(void* dst, const void* src, size_t bytes, Stream s) = 0;  // any direction
+  virtual int memset_async(void* p, int value, size_t bytes, Stream s) = 0;
 
   // --- NCCL (communicators are non-blocking: creation returns at once, then poll) ---
   virtual int get_unique_id(UniqueId* id) = 0;

@@ -222,6 +222,11 @@ int FakeCuda::memcpy_async(void* dst, const void* src, size_t bytes, nccl::Strea
   return nccl::kOk;
 }
 
+int FakeCuda::memset_async(void* p, int value, size_t bytes, nccl::Stream s) {
+  enqueue(s, [p, value, bytes] { std::memset(p, value, bytes); });
+  return nccl::kOk;
+}
+
 int FakeCuda::get_unique_id(nccl::UniqueId* id) {
   std::lock_guard<std::mutex> g(m_);
   std::memset(id->bytes, 0, sizeof id->bytes);

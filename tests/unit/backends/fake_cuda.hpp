@@ -53,6 +53,7 @@ class FakeCuda final : public nccl::Api {
   int malloc_async(void** p, size_t bytes, nccl::Stream s) override;
   int free_async(void* p, nccl::Stream s) override;
   int memcpy_async(void* dst, const void* src, size_t bytes, nccl::Stream s) override;
+  int memset_async(void* p, int value, size_t bytes, nccl::Stream s) override;
   int get_unique_id(nccl::UniqueId* id) override;
   int comm_init(nccl::Comm* comm, int ranks, const nccl::UniqueId& id, int rank) override;
   int comm_state(nccl::Comm comm) override;

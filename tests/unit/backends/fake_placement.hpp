@@ -4,6 +4,8 @@
 // does freeing it.
 #pragma once
 
+#include <cstring>
+
 #include "../collectives/harness.hpp"
 #include "fake_cuda.hpp"
 
@@ -14,8 +16,18 @@ class FakePlacement final : public Placement {
   explicit FakePlacement(FakeCuda& fake) : fake_(fake) { buffer_placement() = this; }
   ~FakePlacement() override { buffer_placement() = nullptr; }
   Device device() const override { return Device::cuda(current()); }
-  void* to_device(const void* host, size_t, void*) override { return const_cast<void*>(host); }
-  void to_host(void*, const void*, size_t) override { fake_.drain_default_stream(current()); }
+  // A Buffer's "device memory" is its host memory; other device memory (a Reducer's bucket) is
+  // copied to and from, after what the default stream holds (as cudaMemcpy does).
+  void* to_device(const void* host, size_t bytes, void* previous) override {
+    if (!previous || previous == host) return const_cast<void*>(host);
+    fake_.drain_default_stream(current());
+    std::memcpy(previous, host, bytes);
+    return previous;
+  }
+  void to_host(void* host, const void* device, size_t bytes) override {
+    fake_.drain_default_stream(current());
+    if (host != device) std::memcpy(host, device, bytes);
+  }
   // As cudaFree, which waits for the device: queued work may still read the memory.
   void release(void*) override { fake_.drain_default_stream(current()); }
 

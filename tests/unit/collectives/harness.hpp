@@ -47,9 +47,10 @@ class Placement {
  public:
   virtual ~Placement() = default;
   virtual Device device() const = 0;
-  // Device memory holding the `bytes` host bytes (`previous`: this buffer's earlier one, or null).
+  // Device memory holding the `bytes` host bytes: copied into `previous` when given (device
+  // memory of that size), else into new device memory.
   virtual void* to_device(const void* host, size_t bytes, void* previous) = 0;
-  // Copies device memory back once what was queued on it finished (for the caller's stream).
+  // Copies device memory back once what was queued on the caller's stream finished.
   virtual void to_host(void* host, const void* device, size_t bytes) = 0;
   virtual void release(void* device) = 0;
 };

@@ -76,6 +76,9 @@ class CudaNcclApi final : public Api {
   int memcpy_async(void* dst, const void* src, size_t bytes, Stream s) override {
     return cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(s)));
   }
+  int memset_async(void* p, int value, size_t bytes, Stream s) override {
+    return cuda(cudaMemsetAsync(p, value, bytes, stream_of(s)));
+  }
 
   int get_unique_id(UniqueId* id) override {
     static_assert(sizeof(UniqueId) == sizeof(ncclUniqueId));
