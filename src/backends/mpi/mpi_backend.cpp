@@ -6,6 +6,7 @@
 // that outlives its deadline ends the job through the watchdog (mpi_watchdog.hpp). MPI's
 // errors come back as codes (MPI_ERRORS_RETURN) and leave as spmd::Error naming the group and
 // the call.
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <mutex>
@@ -279,10 +280,10 @@ class MpiBackend final : public Backend {
 
   void abort(ErrorKind kind, const std::string& message) noexcept override {
     std::lock_guard<std::mutex> g(failure_mutex_);
-    if (failed_) return;
+    if (failed_.load(std::memory_order_relaxed)) return;
     failure_kind_ = kind;
     failure_ = message;
-    failed_ = true;
+    failed_.store(true, std::memory_order_release);
   }
 
  private:
@@ -300,9 +301,9 @@ class MpiBackend final : public Backend {
   // One call: refused after a failure, serialised if MPI wants it, watched for its deadline.
   template <typename F>
   void run(const OpContext& op, F&& body) {
-    {
+    if (failed_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> g(failure_mutex_);
-      if (failed_) raise(failure_kind_, failure_);
+      raise(failure_kind_, failure_);
     }
     auto serial = runtime_.serialize();
     inflight_.begin(op);
@@ -373,7 +374,7 @@ class MpiBackend final : public Backend {
   mpi::WatchdogRegistration watchdog_;
   int tag_limit_ = 32767;
   std::mutex failure_mutex_;
-  bool failed_ = false;
+  std::atomic<bool> failed_{false};  // set once, under failure_mutex_
   ErrorKind failure_kind_ = ErrorKind::System;
   std::string failure_;
 };
