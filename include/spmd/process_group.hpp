@@ -18,7 +18,11 @@ namespace spmd {
 
 struct GroupOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);  // per operation (SPMD_TIMEOUT overrides)
-  std::string backend = "native";                                 // see backend_names()
+  // What runs the group's calls: one backend ("native", "mpi", "nccl") or one per device type
+  // ("cpu:native,cuda:nccl": each call goes to the backend of its buffers' device). Empty: the
+  // parent group's (new_group), else $SPMD_BACKEND, else "cpu:native,cuda:nccl" when spmd is
+  // built with NCCL and this process sees a GPU, else "native". docs/backends.md.
+  std::string backend;
   // Float reductions in a fixed order by rank, so results do not depend on the algorithm,
   // timing or transport (SPMD_DETERMINISTIC=1 sets it for every group).
   bool deterministic = false;
@@ -48,6 +52,8 @@ class ProcessGroup {
   int global_rank() const;  // this process's rank in the world
   const std::vector<int>& ranks() const;  // members' global ranks, indexed by group rank
   std::chrono::milliseconds timeout() const;
+  // The backend that serves buffers on `device` ("native", "mpi", "nccl"), "" when none does.
+  std::string backend_name(Device device = Device::cpu()) const;
 
   // --- groups (every member of this group calls these, in the same order) ---
   // `ranks` are global ranks; non-members get nullptr. Duplicates, ranks outside this group
@@ -132,7 +138,7 @@ struct InitOptions {
   int world_size = -1;  // likewise WORLD_SIZE
   std::shared_ptr<Store> store;  // a ready store (then rank and world_size are required)
   std::chrono::milliseconds timeout = std::chrono::minutes(10);  // SPMD_TIMEOUT (seconds) overrides
-  std::string backend = "native";
+  std::string backend;  // as GroupOptions::backend ("" = $SPMD_BACKEND or the default)
 };
 
 ProcessGroup& init(InitOptions options = {});

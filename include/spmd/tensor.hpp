@@ -58,6 +58,7 @@ struct Device {
   static Device cuda(int i) { return {DeviceType::CUDA, i}; }
   bool operator==(const Device&) const = default;
 };
+std::string device_name(Device d);  // "cpu", "cuda:0"
 
 // A non-owning view of `count` contiguous elements of `dtype`. Copying a view copies the
 // pointer, never the data; the caller keeps the memory alive until the operation completes.

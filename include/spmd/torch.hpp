@@ -11,7 +11,10 @@
 // the rest of backward; the first hook of each backward queues an autograd-engine callback
 // that runs Reducer::finish() when backward ends. After backward() returns, every .grad()
 // holds the average over ranks, and any optimizer can step. Parameters (and buffers) are
-// broadcast from rank 0 at construction. CPU tensors only; parameters must be contiguous.
+// broadcast from rank 0 at construction. CPU or CUDA tensors (all on one device; CUDA needs a
+// group with a backend for them, such as the default "cpu:native,cuda:nccl" on a machine with
+// GPUs: buckets then live on the device and copies are queued on its default stream, which is
+// torch's default stream); parameters must be contiguous.
 // .grad() may be zeroed in place or set to none between steps (zero_grad(true)): the hooks and
 // the end-of-backward callback always hand the Reducer the current .grad() tensors.
 // Note: inside `namespace spmd`, `torch::` names this namespace; write `::torch::` there.
@@ -47,13 +50,19 @@ inline DType dtype_from(c10::ScalarType t) {
   raise(ErrorKind::InvalidArgument, std::string("spmd::torch: unsupported tensor dtype ") + c10::toString(t));
 }
 
-// A view of a contiguous CPU tensor's memory (no copy): pass LibTorch tensors to collectives.
+// A view of a contiguous CPU or CUDA tensor's memory (no copy): pass LibTorch tensors to
+// collectives. Operations on CUDA views are ordered with the device's default stream.
 inline TensorView view(const at::Tensor& t) {
   if (!t.defined()) raise(ErrorKind::InvalidArgument, "spmd::torch::view: undefined tensor");
-  if (!t.device().is_cpu())
-    raise(ErrorKind::InvalidArgument, "spmd::torch::view: tensor is on " + t.device().str() + "; only CPU is supported");
+  Device device = Device::cpu();
+  if (t.device().is_cuda()) {
+    device = Device::cuda(t.device().index());
+  } else if (!t.device().is_cpu()) {
+    raise(ErrorKind::InvalidArgument,
+          "spmd::torch::view: tensor is on " + t.device().str() + "; CPU and CUDA tensors are supported");
+  }
   if (!t.is_contiguous()) raise(ErrorKind::InvalidArgument, "spmd::torch::view: tensor is not contiguous");
-  return {t.data_ptr(), static_cast<size_t>(t.numel()), dtype_from(t.scalar_type())};
+  return {t.data_ptr(), static_cast<size_t>(t.numel()), dtype_from(t.scalar_type()), device};
 }
 
 class DistributedDataParallel {

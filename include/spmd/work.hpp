@@ -1,5 +1,10 @@
 // Work: the handle of an asynchronous operation. Operations of one group run in the order
 // they were issued; errors surface from wait().
+//
+// Operations on CUDA buffers (the nccl backend) finish on the device: as with torch, wait()
+// returns once the operation is queued on the group's CUDA stream and makes the caller's
+// stream (the device's default stream) wait for it; synchronize() blocks the host until the
+// device finished it. For CPU buffers the two are the same.
 #pragma once
 
 #include <chrono>
@@ -21,6 +26,10 @@ class Work {
   // Blocks until the operation finished; rethrows its error (spmd::Error). With a timeout,
   // raises Error(Timeout) if it has not finished by then (the operation keeps running).
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // Blocks until the operation finished on its device too (the same as wait() for CPU
+  // buffers); raises its error, or Error(Timeout) after `timeout`.
+  void synchronize(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // True once the operation finished (on its device too).
   bool is_completed() const;
   // The operation's error, if it finished with one (nullptr otherwise).
   std::exception_ptr exception() const;

@@ -1,13 +1,16 @@
 // Backend: what a ProcessGroup asks of the machinery below it. Calls arrive validated, in
 // group ranks, one at a time (on the group's worker thread or inline in the caller's), in
 // issue order. The native backend runs the collectives/ algorithms over spmd's transports;
-// other backends (mpi, nccl) implement this interface whole. A backend is made by name through
-// the registry below (docs/architecture.md: adding a backend is one folder and one table row).
+// the mpi and nccl backends implement this interface whole, and the dispatch backend holds one
+// backend per device type and sends each call to the one of its buffers' device. A backend is
+// made from a spec ("native", "cpu:native,cuda:nccl") through the registry below
+// (docs/architecture.md: adding a backend is one folder and one table row; docs/backends.md).
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/call.hpp"
@@ -32,6 +35,16 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+
+  // The device types whose buffers this backend's calls take (CPU unless it says otherwise).
+  virtual bool serves(DeviceType type) const { return type == DeviceType::CPU; }
+  // The backend that serves buffers on `device`: this one's name, "" when it does not serve
+  // them (a dispatching backend names the one it routes them to).
+  virtual std::string backend_for(Device device) const { return serves(device.type) ? name() : ""; }
+  // Raises InvalidArgument, naming `what` and `name`, unless a call may take `t` (its device).
+  // Runs in the caller's thread before the call is numbered, so a refused call leaves the
+  // group in step.
+  virtual void check_device(const TensorView& t, const std::string& what, const char* name) const;
 
   virtual void all_reduce(const OpContext& op, TensorView data, ReduceOp rop) = 0;
   virtual void broadcast(const OpContext& op, TensorView data, int root) = 0;
@@ -69,12 +82,31 @@ using BackendFactory = std::unique_ptr<Backend> (*)(const BackendConfig&);
 struct BackendEntry {
   const char* name;
   BackendFactory make;
-  const char* summary;  // one line for --help texts and errors
+  const char* summary;   // one line for --help texts and errors
+  bool cpu, cuda;        // the device types it serves
+  // Null when always usable; otherwise false, with the reason in *why, when this process
+  // cannot use it (spmd built without it, its module or runtime missing).
+  bool (*available)(std::string* why);
 };
-// Makes backend `name`; an unknown name raises InvalidArgument listing the built ones.
-std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config);
+// Makes the backend(s) of `spec`: a registry name ("native") or device:name pairs
+// ("cpu:native,cuda:nccl", made as a dispatch backend). Unknown or unavailable names raise
+// InvalidArgument listing the usable ones.
+std::unique_ptr<Backend> make_backend(const std::string& spec, const BackendConfig& config);
+// The usable backends' names.
 std::vector<std::string> backend_names();
+// The spec a group is made with: `requested`, else $SPMD_BACKEND, else default_backend_spec();
+// checked (InvalidArgument naming its source) and written the one way every rank writes it.
+std::string resolve_backend_spec(const std::string& requested);
+// "cpu:native,cuda:nccl" when the nccl backend is usable and this process sees a GPU, else "native".
+std::string default_backend_spec();
 
 std::unique_ptr<Backend> make_native_backend(const BackendConfig& config);
+std::unique_ptr<Backend> make_mpi_backend(const BackendConfig& config);
+std::unique_ptr<Backend> make_nccl_backend(const BackendConfig& config);
+bool mpi_backend_available(std::string* why);
+bool nccl_backend_available(std::string* why);
+// One backend per device type; each call goes to the backend of its buffers' device.
+std::unique_ptr<Backend> make_dispatch_backend(std::string spec,
+                                               std::vector<std::pair<DeviceType, std::unique_ptr<Backend>>> backends);
 
 }  // namespace spmd

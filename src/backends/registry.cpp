@@ -1,28 +1,72 @@
 // The backend registry: a backend is one folder under src/backends/ and one row here.
 #include "backends/backend.hpp"
+#include "backends/backend_spec.hpp"
 
 namespace spmd {
 
 namespace {
 
 const BackendEntry kBackends[] = {
-    {"native", make_native_backend, "spmd's own algorithms: shared memory within a host, TCP between hosts"},
+    {"native", make_native_backend, "spmd's own algorithms: shared memory within a host, TCP between hosts", true, false,
+     nullptr},
+    {"mpi", make_mpi_backend, "the MPI library's collectives (Open MPI), one communicator per group", true, false,
+     mpi_backend_available},
+    {"nccl", make_nccl_backend, "NCCL on CUDA buffers, one communicator and CUDA stream per group", false, true,
+     nccl_backend_available},
 };
+
+std::string listing() {
+  std::string out;
+  for (const BackendEntry& b : kBackends) {
+    std::string why;
+    if (b.available && !b.available(&why)) continue;
+    out += std::string(out.empty() ? "" : ", ") + "\"" + b.name + "\" (" + b.summary + ")";
+  }
+  return out;
+}
+
+const BackendEntry& entry(const std::string& name) {
+  for (const BackendEntry& b : kBackends)
+    if (name == b.name) return b;
+  raise(ErrorKind::InvalidArgument, "backend \"" + name + "\" is not built into this spmd; the built ones are: " + listing());
+}
+
+std::unique_ptr<Backend> make_one(const std::string& name, const BackendConfig& config) {
+  const BackendEntry& b = entry(name);
+  std::string why;
+  if (b.available && !b.available(&why))
+    raise(ErrorKind::InvalidArgument, "backend \"" + name + "\" cannot be used in this process: " + why +
+                                          "; the usable ones are: " + listing());
+  return b.make(config);
+}
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const std::string& name, const BackendConfig& config) {
-  for (const BackendEntry& b : kBackends)
-    if (name == b.name) return b.make(config);
-  std::string built;
-  for (const BackendEntry& b : kBackends) built += std::string(built.empty() ? "" : ", ") + "\"" + b.name + "\" (" + b.summary + ")";
-  raise(ErrorKind::InvalidArgument, "backend \"" + name + "\" is not built into this spmd; the built ones are: " + built);
+bool backend_serves(const std::string& name, DeviceType type) {
+  const BackendEntry& b = entry(name);
+  return type == DeviceType::CPU ? b.cpu : b.cuda;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& spec, const BackendConfig& config) {
+  BackendSpec parsed = parse_backend_spec(spec, "backend");
+  if (parsed.routes.empty()) return make_one(parsed.single, config);
+  std::vector<std::pair<DeviceType, std::unique_ptr<Backend>>> backends;
+  for (const auto& [type, name] : parsed.routes) backends.emplace_back(type, make_one(name, config));
+  return make_dispatch_backend(parsed.canonical, std::move(backends));
 }
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> out;
-  for (const BackendEntry& b : kBackends) out.push_back(b.name);
+  std::string why;
+  for (const BackendEntry& b : kBackends)
+    if (!b.available || b.available(&why)) out.push_back(b.name);
   return out;
+}
+
+std::string default_backend_spec() {
+  std::string why;
+  // The GPU check comes first: it needs no CUDA library where there is no driver.
+  return cuda_device_present() && nccl_backend_available(&why) ? "cpu:native,cuda:nccl" : "native";
 }
 
 }  // namespace spmd

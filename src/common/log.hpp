@@ -17,10 +17,11 @@ void write(Level l, const std::string& message);
 }  // namespace spmd::log
 
 // Usage: SPMD_LOG(Info) << "connected to " << peer;  (the stream is built only when enabled)
-#define SPMD_LOG(lvl)                                               \
-  if (!::spmd::log::enabled(::spmd::log::Level::lvl)) {             \
-  } else                                                            \
-    ::spmd::log::detail::Line(::spmd::log::Level::lvl).stream()
+// One expression (no if/else), so it is safe as the body of an unbraced if.
+#define SPMD_LOG(lvl)                                                 \
+  !::spmd::log::enabled(::spmd::log::Level::lvl)                      \
+      ? (void)0                                                       \
+      : ::spmd::log::detail::Voidify() & ::spmd::log::detail::Line(::spmd::log::Level::lvl).stream()
 
 namespace spmd::log::detail {
 class Line {
@@ -32,5 +33,9 @@ class Line {
  private:
   Level level_;
   std::ostringstream os_;
+};
+// Turns the streamed expression into void (`&` binds after every `<<`).
+struct Voidify {
+  void operator&(std::ostream&) {}
 };
 }  // namespace spmd::log::detail

@@ -112,4 +112,9 @@ const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
+std::string device_name(Device d) {
+  if (d.type == DeviceType::CPU) return "cpu";
+  return "cuda:" + std::to_string(d.index);
+}
+
 }  // namespace spmd

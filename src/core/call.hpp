@@ -5,12 +5,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/deadline.hpp"
 #include "spmd/tensor.hpp"
 
 namespace spmd {
+
+class DeviceCompletion;  // core/device_completion.hpp
 
 enum class Collective : uint8_t {
   AllReduce = 1, Broadcast, Reduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll,
@@ -49,6 +52,9 @@ struct OpContext {
   bool p2p = false;
   // Which use of a shared segment within one call (hierarchical algorithms run several).
   uint16_t phase = 0;
+  // Where a backend whose operation finishes on a device after the call returns (nccl) puts
+  // its completion; null when the caller does not track one.
+  std::shared_ptr<DeviceCompletion>* completion = nullptr;
 };
 
 // FNV-1a, used to name groups in frame headers and shared segments.

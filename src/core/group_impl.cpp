@@ -28,7 +28,7 @@ ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::ve
   if (auto secs = env::get_seconds("SPMD_TIMEOUT"))
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(*secs * 1000.0));
   if (auto det = env::get("SPMD_DETERMINISTIC")) options.deterministic = *det != "0";
-  backend_names();  // (the registry is linked in)
+  options.backend = resolve_backend_spec(options.backend);
   locality = agree_on_group(*store, prefix, ranks[static_cast<size_t>(rank)], GroupView{ranks, settings_of(options)},
                             options.timeout, what);
   BackendConfig config;
@@ -100,12 +100,26 @@ Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(con
   uint64_t seq = next_seq++;
   uint64_t id = recorder ? recorder->queued(sig, seq, false) : 0;
   queue->push(
-      [this, sig, seq, id, body = std::move(body)] {
+      [this, sig, seq, id, state, body = std::move(body)] {
         observe::CallScope scope(recorder.get(), id, seq, false);
-        body(context(sig, seq, false));
+        std::shared_ptr<DeviceCompletion> device;
+        OpContext c = context(sig, seq, false);
+        c.completion = &device;
+        body(c);
         scope.done();
+        std::lock_guard<std::mutex> g(state->m);
+        state->device = std::move(device);
       },
       {state});
+  return Work(state);
+}
+
+Work ProcessGroup::Impl::completed(int source_rank, std::shared_ptr<DeviceCompletion> device) {
+  if (!device) return Work::completed(source_rank);
+  auto state = std::make_shared<Work::State>();
+  state->done = true;
+  state->source_rank = source_rank;
+  state->device = std::move(device);
   return Work(state);
 }
 
@@ -122,11 +136,15 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
   uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
   auto run = [this, sig, states, id, body = std::move(body)] {
     observe::CallScope scope(recorder.get(), id, 0, true);
-    int peer = body(context(sig, 0, true));
+    std::shared_ptr<DeviceCompletion> device;
+    OpContext c = context(sig, 0, true);
+    c.completion = &device;
+    int peer = body(c);
     scope.done();
     for (auto& s : states) {
       std::lock_guard<std::mutex> g(s->m);
       s->source_rank = peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1;
+      s->device = device;
     }
   };
   queue->push(std::move(run), states);
@@ -138,13 +156,11 @@ void check_dtype(DType t, const std::string& what) {
     raise(ErrorKind::InvalidArgument, what + ": unknown dtype " + std::to_string(unsigned(t)));
 }
 
-void check_view(const TensorView& t, const std::string& what, const char* name) {
+void ProcessGroup::Impl::check_view(const TensorView& t, const std::string& what, const char* name) const {
   check_dtype(t.dtype, what);
   if (t.count > 0 && t.data == nullptr)
     raise(ErrorKind::InvalidArgument, what + ": " + name + " has " + std::to_string(t.count) + " elements but no data");
-  if (t.device.type != DeviceType::CPU)
-    raise(ErrorKind::InvalidArgument, what + ": " + name + " is in CUDA memory; the native backend works on CPU memory "
-                                                            "(copy it to the host first)");
+  backend->check_device(t, what, name);  // which memory the group's backend(s) can take
 }
 
 }  // namespace spmd

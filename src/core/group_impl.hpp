@@ -13,6 +13,7 @@
 #include "backends/backend.hpp"
 #include "core/observe/flight_recorder.hpp"
 #include "core/observe/observer.hpp"
+#include "core/device_completion.hpp"
 #include "core/work_queue.hpp"
 #include "spmd/process_group.hpp"
 
@@ -76,8 +77,13 @@ struct ProcessGroup::Impl {
   Work call(const CallSignature& sig, Body&& body) {
     if (SyncIntent::take())
       if (auto seq = claim_inline()) {
-        run_inline(sig, *seq, false, [&] { body(context(sig, *seq, false)); });
-        return Work::completed();
+        std::shared_ptr<DeviceCompletion> device;
+        run_inline(sig, *seq, false, [&] {
+          OpContext c = context(sig, *seq, false);
+          c.completion = &device;
+          body(c);
+        });
+        return completed(-1, std::move(device));
       }
     return submit(sig, std::function<void(const OpContext&)>(std::forward<Body>(body)));
   }
@@ -86,17 +92,28 @@ struct ProcessGroup::Impl {
   std::vector<Work> call_p2p(const CallSignature& sig, size_t works, Body&& body) {
     if (SyncIntent::take() && works == 1 && claim_inline(false)) {
       int peer = -1;
-      run_inline(sig, 0, true, [&] { peer = body(context(sig, 0, true)); });
-      return {Work::completed(peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1)};
+      std::shared_ptr<DeviceCompletion> device;
+      run_inline(sig, 0, true, [&] {
+        OpContext c = context(sig, 0, true);
+        c.completion = &device;
+        peer = body(c);
+      });
+      return {completed(peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1, std::move(device))};
     }
     return submit_p2p(sig, works, std::function<int(const OpContext&)>(std::forward<Body>(body)));
   }
+
+  // InvalidArgument for a view this group cannot take (null data, unknown dtype, a device
+  // no backend of the group serves); raised in the caller's thread, before the call is numbered.
+  void check_view(const TensorView& t, const std::string& what, const char* name = "tensor") const;
 
  private:
   Work submit(const CallSignature& sig, std::function<void(const OpContext&)> body);
   std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
   // The next sequence number if this thread may run the call itself (nothing queued).
   std::optional<uint64_t> claim_inline(bool numbered = true);
+  // An already finished Work (an inline call), with the device part of it if there is one.
+  static Work completed(int source_rank, std::shared_ptr<DeviceCompletion> device);
   // Runs a call in this thread under the flight recorder (whose record is closed, completed
   // or failed, before a failure is handled).
   template <typename F>
@@ -115,8 +132,6 @@ struct ProcessGroup::Impl {
   void on_failure(std::exception_ptr e);
 };
 
-// Raises InvalidArgument for a view the native backend cannot use (null data, device memory).
-void check_view(const TensorView& t, const std::string& what, const char* name = "tensor");
 void check_dtype(DType t, const std::string& what);
 
 }  // namespace spmd

@@ -32,6 +32,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ra
     publish_group_view(*impl_->store, prefix, global_rank(), GroupView{sorted, ""});
     return nullptr;
   }
+  if (options.backend.empty()) options.backend = impl_->options.backend;  // as torch: the parent's
   std::string desc = "new_group #" + std::to_string(child) + " of group " + impl_->prefix;
   return std::make_shared<ProcessGroup>(std::make_shared<Impl>(
       impl_->store, std::move(prefix), static_cast<int>(me - sorted.begin()), sorted, std::move(options), desc,

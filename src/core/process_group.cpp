@@ -15,7 +15,15 @@ CallSignature sig_of(Collective c, const TensorView& t, int root = -1, ReduceOp 
   return CallSignature{c, t.dtype, op, root, t.count};
 }
 
+// Every buffer of one call lives on one device: the call goes to that device's backend.
+void check_same_device(const TensorView& a, const TensorView& b, const std::string& what, const std::string& name) {
+  if (!(a.device == b.device))
+    raise(ErrorKind::InvalidArgument, what + ": " + name + " is on " + device_name(b.device) + " but the input is on " +
+                                          device_name(a.device) + " (all buffers of one call must be on one device)");
+}
+
 void check_same_shape(const TensorView& a, const TensorView& b, const std::string& what, const std::string& name) {
+  check_same_device(a, b, what, name);
   if (a.dtype != b.dtype)
     raise(ErrorKind::InvalidArgument, what + ": " + name + " is " + dtype_name(b.dtype) + " but the input is " +
                                           dtype_name(a.dtype));
@@ -25,14 +33,14 @@ void check_same_shape(const TensorView& a, const TensorView& b, const std::strin
                                           " (all blocks must have the same size)");
 }
 
-void check_list(const std::vector<TensorView>& list, const TensorView& like, int size, const std::string& what,
-                const char* name) {
+void check_list(const ProcessGroup::Impl& impl, const std::vector<TensorView>& list, const TensorView& like, int size,
+                const std::string& what, const char* name) {
   if (static_cast<int>(list.size()) != size)
     raise(ErrorKind::InvalidArgument, what + ": " + name + " has " + std::to_string(list.size()) +
                                           " tensors, the group has " + std::to_string(size) + " ranks");
   for (size_t i = 0; i < list.size(); ++i) {
     std::string n = std::string(name) + "[" + std::to_string(i) + "]";
-    check_view(list[i], what, n.c_str());
+    impl.check_view(list[i], what, n.c_str());
     check_same_shape(like, list[i], what, n);
   }
 }
@@ -74,10 +82,11 @@ int ProcessGroup::size() const { return impl_->size(); }
 int ProcessGroup::global_rank() const { return impl_->ranks[static_cast<size_t>(impl_->rank)]; }
 const std::vector<int>& ProcessGroup::ranks() const { return impl_->ranks; }
 std::chrono::milliseconds ProcessGroup::timeout() const { return impl_->options.timeout; }
+std::string ProcessGroup::backend_name(Device device) const { return impl_->backend->backend_for(device); }
 
 Work ProcessGroup::all_reduce_async(TensorView t, ReduceOp op) {
   const std::string what = "all_reduce";
-  check_view(t, what);
+  impl_->check_view(t, what);
   check_reduce_op(t.dtype, op, "all_reduce");
   return impl_->call(sig_of(Collective::AllReduce, t, -1, op),
                        [impl = impl_.get(), t, op](const OpContext& c) { impl->backend->all_reduce(c, t, op); });
@@ -85,7 +94,7 @@ Work ProcessGroup::all_reduce_async(TensorView t, ReduceOp op) {
 
 Work ProcessGroup::broadcast_async(TensorView t, int root) {
   const std::string what = "broadcast";
-  check_view(t, what);
+  impl_->check_view(t, what);
   int groot = impl_->group_rank_of(root, what, "root");
   return impl_->call(sig_of(Collective::Broadcast, t, root),
                        [impl = impl_.get(), t, groot](const OpContext& c) { impl->backend->broadcast(c, t, groot); });
@@ -93,7 +102,7 @@ Work ProcessGroup::broadcast_async(TensorView t, int root) {
 
 Work ProcessGroup::reduce_async(TensorView t, int root, ReduceOp op) {
   const std::string what = "reduce";
-  check_view(t, what);
+  impl_->check_view(t, what);
   check_reduce_op(t.dtype, op, "reduce");
   int groot = impl_->group_rank_of(root, what, "root");
   return impl_->call(sig_of(Collective::Reduce, t, root, op), [impl = impl_.get(), t, groot, op](const OpContext& c) {
@@ -103,8 +112,8 @@ Work ProcessGroup::reduce_async(TensorView t, int root, ReduceOp op) {
 
 Work ProcessGroup::all_gather_async(std::vector<TensorView> outputs, TensorView input) {
   const std::string what = "all_gather";
-  check_view(input, what, "input");
-  check_list(outputs, input, size(), what, "outputs");
+  impl_->check_view(input, what, "input");
+  check_list(*impl_, outputs, input, size(), what, "outputs");
   return impl_->call(sig_of(Collective::AllGather, input),
                        [impl = impl_.get(), outputs = std::move(outputs), input](const OpContext& c) {
                          impl->backend->all_gather(c, outputs, input);
@@ -113,8 +122,8 @@ Work ProcessGroup::all_gather_async(std::vector<TensorView> outputs, TensorView 
 
 Work ProcessGroup::all_gather_into_async(TensorView output, TensorView input) {
   const std::string what = "all_gather_into";
-  check_view(input, what, "input");
-  check_view(output, what, "output");
+  impl_->check_view(input, what, "input");
+  impl_->check_view(output, what, "output");
   if (output.dtype != input.dtype || output.count != input.count * static_cast<size_t>(size()))
     raise(ErrorKind::InvalidArgument, what + ": output must hold size() * input.count = " +
                                           std::to_string(input.count * static_cast<size_t>(size())) + " " +
@@ -125,9 +134,9 @@ Work ProcessGroup::all_gather_into_async(TensorView output, TensorView input) {
 
 Work ProcessGroup::gather_async(TensorView input, std::vector<TensorView> outputs, int root) {
   const std::string what = "gather";
-  check_view(input, what, "input");
+  impl_->check_view(input, what, "input");
   int groot = impl_->group_rank_of(root, what, "root");
-  if (rank() == groot) check_list(outputs, input, size(), what, "outputs");
+  if (rank() == groot) check_list(*impl_, outputs, input, size(), what, "outputs");
   return impl_->call(sig_of(Collective::Gather, input, root),
                        [impl = impl_.get(), input, outputs = std::move(outputs), groot](const OpContext& c) {
                          impl->backend->gather(c, input, outputs, groot);
@@ -136,9 +145,9 @@ Work ProcessGroup::gather_async(TensorView input, std::vector<TensorView> output
 
 Work ProcessGroup::scatter_async(TensorView output, std::vector<TensorView> inputs, int root) {
   const std::string what = "scatter";
-  check_view(output, what, "output");
+  impl_->check_view(output, what, "output");
   int groot = impl_->group_rank_of(root, what, "root");
-  if (rank() == groot) check_list(inputs, output, size(), what, "inputs");
+  if (rank() == groot) check_list(*impl_, inputs, output, size(), what, "inputs");
   return impl_->call(sig_of(Collective::Scatter, output, root),
                        [impl = impl_.get(), output, inputs = std::move(inputs), groot](const OpContext& c) {
                          impl->backend->scatter(c, inputs, output, groot);
@@ -147,9 +156,9 @@ Work ProcessGroup::scatter_async(TensorView output, std::vector<TensorView> inpu
 
 Work ProcessGroup::reduce_scatter_async(TensorView output, std::vector<TensorView> inputs, ReduceOp op) {
   const std::string what = "reduce_scatter";
-  check_view(output, what, "output");
+  impl_->check_view(output, what, "output");
   check_reduce_op(output.dtype, op, "reduce_scatter");
-  check_list(inputs, output, size(), what, "inputs");
+  check_list(*impl_, inputs, output, size(), what, "inputs");
   return impl_->call(sig_of(Collective::ReduceScatter, output, -1, op),
                        [impl = impl_.get(), output, inputs = std::move(inputs), op](const OpContext& c) {
                          impl->backend->reduce_scatter(c, inputs, output, op);
@@ -158,8 +167,8 @@ Work ProcessGroup::reduce_scatter_async(TensorView output, std::vector<TensorVie
 
 Work ProcessGroup::reduce_scatter_from_async(TensorView output, TensorView input, ReduceOp op) {
   const std::string what = "reduce_scatter_from";
-  check_view(input, what, "input");
-  check_view(output, what, "output");
+  impl_->check_view(input, what, "input");
+  impl_->check_view(output, what, "output");
   if (output.dtype != input.dtype || input.count != output.count * static_cast<size_t>(size()))
     raise(ErrorKind::InvalidArgument, what + ": input must hold size() * output.count = " +
                                           std::to_string(output.count * static_cast<size_t>(size())) + " " +
@@ -175,8 +184,9 @@ Work ProcessGroup::all_to_all_async(TensorView output, TensorView input) {
 Work ProcessGroup::all_to_all_async(TensorView output, TensorView input, const std::vector<size_t>& output_splits,
                                     const std::vector<size_t>& input_splits) {
   const std::string what = "all_to_all";
-  check_view(input, what, "input");
-  check_view(output, what, "output");
+  impl_->check_view(input, what, "input");
+  impl_->check_view(output, what, "output");
+  check_same_device(input, output, what, "output");
   if (input.dtype != output.dtype)
     raise(ErrorKind::InvalidArgument, what + ": output is " + dtype_name(output.dtype) + " but input is " +
                                           dtype_name(input.dtype));
@@ -220,7 +230,7 @@ Work ProcessGroup::barrier_async() {
 
 Work ProcessGroup::send_async(TensorView t, int dst, int tag) {
   const std::string what = "send";
-  check_view(t, what);
+  impl_->check_view(t, what);
   int peer = impl_->group_rank_of(dst, what, "destination");
   if (peer == rank()) raise(ErrorKind::InvalidArgument, "send: a rank cannot send to itself (dst " + std::to_string(dst) + ")");
   CallSignature sig{Collective::Send, t.dtype, ReduceOp::Sum, tag, t.count};
@@ -232,7 +242,7 @@ Work ProcessGroup::send_async(TensorView t, int dst, int tag) {
 
 Work ProcessGroup::recv_async(TensorView t, int src, int tag) {
   const std::string what = "recv";
-  check_view(t, what);
+  impl_->check_view(t, what);
   int peer = -1;
   if (src != -1) {
     peer = impl_->group_rank_of(src, what, "source");
@@ -251,7 +261,8 @@ std::vector<Work> ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops)
   const std::string what = "batch_isend_irecv";
   std::vector<Backend::P2PItem> items;
   for (const P2POp& o : ops) {
-    check_view(o.tensor, what);
+    impl_->check_view(o.tensor, what);
+    check_same_device(ops[0].tensor, o.tensor, what, "an operation's tensor");
     if (o.kind == P2POp::Recv && o.peer == -1)
       raise(ErrorKind::InvalidArgument, what + ": receives need a source rank (any-source is for recv())");
     int peer = impl_->group_rank_of(o.peer, what, "peer");

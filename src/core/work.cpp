@@ -27,24 +27,46 @@ Work Work::completed(int source_rank) {
 
 void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   State& s = require(state_);
-  std::unique_lock<std::mutex> lock(s.m);
-  if (timeout) {
-    if (!s.cv.wait_for(lock, *timeout, [&] { return s.done; }))
-      raise(ErrorKind::Timeout, s.what + " did not finish within " + std::to_string(timeout->count()) +
-                                    " ms of wait(); it is still running");
-  } else {
-    s.cv.wait(lock, [&] { return s.done; });
+  std::shared_ptr<DeviceCompletion> device;
+  {
+    std::unique_lock<std::mutex> lock(s.m);
+    if (timeout) {
+      if (!s.cv.wait_for(lock, *timeout, [&] { return s.done; }))
+        raise(ErrorKind::Timeout, s.what + " did not finish within " + std::to_string(timeout->count()) +
+                                      " ms of wait(); it is still running");
+    } else {
+      s.cv.wait(lock, [&] { return s.done; });
+    }
+    if (s.failed) {
+      if (!s.foreign_error) throw Error(s.error_kind, s.error_message);
+      std::rethrow_exception(s.foreign_error);
+    }
+    device = s.device;
   }
-  if (s.failed) {
-    if (!s.foreign_error) throw Error(s.error_kind, s.error_message);
-    std::rethrow_exception(s.foreign_error);
+  if (device) device->make_caller_wait();
+}
+
+void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
+  const Deadline deadline = timeout ? Deadline(*timeout) : Deadline::never();
+  wait(timeout);
+  State& s = require(state_);
+  std::shared_ptr<DeviceCompletion> device;
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    device = s.device;
   }
+  if (device) device->synchronize(deadline);
 }
 
 bool Work::is_completed() const {
   State& s = require(state_);
-  std::lock_guard<std::mutex> g(s.m);
-  return s.done;
+  std::shared_ptr<DeviceCompletion> device;
+  {
+    std::lock_guard<std::mutex> g(s.m);
+    if (!s.done) return false;
+    device = s.device;
+  }
+  return !device || device->ready();
 }
 
 std::exception_ptr Work::exception() const {

@@ -57,11 +57,15 @@ bool WorkQueue::claim_inline() {
 }
 
 void WorkQueue::release_inline() {
+  bool queued;
   {
     std::lock_guard<std::mutex> g(m_);
     inline_ = false;
+    queued = !jobs_.empty();
   }
-  cv_.notify_one();
+  // Wake the worker only for jobs queued meanwhile: a wake-up per blocking call would make the
+  // worker thread compete for a CPU on every call (measurable when ranks outnumber cores).
+  if (queued) cv_.notify_one();
 }
 
 }  // namespace spmd

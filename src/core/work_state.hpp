@@ -6,9 +6,10 @@
 #include <mutex>
 #include <string>
 
+#include "common/error_text.hpp"
+#include "core/device_completion.hpp"
 #include "spmd/error.hpp"
 #include "spmd/work.hpp"
-#include "common/error_text.hpp"
 
 namespace spmd {
 
@@ -25,6 +26,8 @@ struct Work::State {
   std::exception_ptr foreign_error;
   int source_rank = -1;
   std::string what;  // the call, for wait() timeouts
+  // Set (under m, before done) when the operation finishes on a device after the host part.
+  std::shared_ptr<DeviceCompletion> device;
 
   void complete(std::exception_ptr e) {
     {

@@ -44,6 +44,10 @@ void convert_to(TensorView dst, const Wire* src, float scale) {
 template <typename Wire>
 CommHook compress_hook() {
   return [](TensorView bucket, ProcessGroup& group) -> HookResult {
+    if (bucket.device.type != DeviceType::CPU)
+      raise(ErrorKind::InvalidArgument, "compression hook: the bucket is on " + device_name(bucket.device) +
+                                            "; the fp16/bf16 hooks convert on the CPU (use the default hook for CUDA "
+                                            "buckets: NCCL reduces f16/bf16 buckets directly)");
     auto wire = std::make_shared<std::vector<Wire>>(bucket.count);
     convert_from(wire->data(), bucket, 1.0f);
     Work w = group.all_reduce_async(TensorView(wire->data(), wire->size()), ReduceOp::Sum);

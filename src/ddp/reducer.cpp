@@ -83,7 +83,7 @@ void Reducer::Impl::mark_locked(size_t i) {
   ReducerBucket& b = buckets[bucket_of[i]];
   if (!options.gradient_as_bucket_view) {
     TensorView dst = b.slice(slot_of[i]);
-    if (dst.count > 0) std::memcpy(dst.data, params[i].grad.data, dst.bytes());
+    if (dst.count > 0) device_copy(device, dst.data, params[i].grad.data, dst.bytes());
   }
   if (--b.pending == 0) launch_in_order();
 }
@@ -163,7 +163,7 @@ void Reducer::finish() {
     for (auto& b : m.buckets)
       for (size_t k = 0; k < b.params.size(); ++k) {
         TensorView src = b.slice(k);
-        if (src.count > 0) std::memcpy(m.params[b.params[k]].grad.data, src.data, src.bytes());
+        if (src.count > 0) device_copy(m.device, m.params[b.params[k]].grad.data, src.data, src.bytes());
       }
   }
   ++m.iterations;

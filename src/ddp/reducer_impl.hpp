@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/device_memory.hpp"
 #include "spmd/ddp.hpp"
 
 namespace spmd {
@@ -15,12 +16,12 @@ struct ReducerBucket {
   std::vector<size_t> offsets;  // element offset of each parameter inside the bucket
   DType dtype = DType::F32;
   size_t count = 0;
-  std::unique_ptr<uint64_t[]> storage;  // 8-byte aligned for every dtype
+  DeviceBuffer storage;  // on the parameters' device; 8-byte aligned for every dtype
   size_t pending = 0;                   // gradients not yet ready this iteration
   bool launched = false;
   HookResult inflight;
 
-  TensorView view() const { return {storage.get(), count, dtype}; }
+  TensorView view() const { return {storage.data(), count, dtype, storage.device()}; }
   TensorView slice(size_t k) const;  // parameter params[k]'s part
 };
 
@@ -32,6 +33,7 @@ struct Reducer::Impl {
   ProcessGroup& group;
   ReducerOptions options;
   CommHook hook;
+  Device device{};  // where every parameter and gradient lives (checked at construction)
 
   std::vector<ReducerBucket> buckets;
   std::vector<size_t> bucket_of;   // parameter -> bucket
@@ -46,7 +48,7 @@ struct Reducer::Impl {
   uint64_t iterations = 0;
 
   // --- reducer_setup.cpp ---
-  void validate_parameters() const;
+  void validate_parameters();  // and takes the parameters' device
   void verify_across_ranks() const;
   void broadcast_parameters();
   // Lays out buckets for `order`; with gradient_as_bucket_view moves the gradient contents

@@ -63,15 +63,24 @@ std::string Reducer::Impl::param_label(size_t i) const {
   return "parameter " + std::to_string(i) + (p.name.empty() ? "" : " ('" + p.name + "')");
 }
 
-void Reducer::Impl::validate_parameters() const {
+void Reducer::Impl::validate_parameters() {
   if (options.first_bucket_cap_bytes == 0 || options.bucket_cap_bytes == 0)
     raise(ErrorKind::InvalidArgument, "Reducer: bucket caps must be > 0 bytes");
+  if (!params.empty()) device = params[0].data.device;
+  if (group.backend_name(device).empty())
+    raise(ErrorKind::InvalidArgument, "Reducer: the parameters are on " + device_name(device) +
+                                          " but the group has no backend for those buffers (make the group with "
+                                          "\"cpu:native,cuda:nccl\")");
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
     if (p.data.count > 0 && p.data.data == nullptr)
       raise(ErrorKind::InvalidArgument, "Reducer: " + param_label(i) + " has a null data pointer");
-    if (p.data.device.type != DeviceType::CPU)
-      raise(ErrorKind::InvalidArgument, "Reducer: " + param_label(i) + " is not a CPU buffer");
+    if (!(p.data.device == params[0].data.device) || (p.grad.data && !(p.grad.device == p.data.device)))
+      raise(ErrorKind::InvalidArgument, "Reducer: " + param_label(i) + " (or its gradient) is on " +
+                                            device_name(p.grad.data && !(p.grad.device == p.data.device) ? p.grad.device
+                                                                                                      : p.data.device) +
+                                            ", parameter 0 on " + device_name(params[0].data.device) +
+                                            "; every parameter and gradient must be on one device");
     int64_t prod = 1;
     for (int64_t d : p.shape) prod *= d;
     if (static_cast<size_t>(prod) != p.data.count)
@@ -130,18 +139,19 @@ void Reducer::Impl::broadcast_parameters() {
     size_t total = 0;
     for (size_t i : chunk) total += bytes[i];
     if (total == 0) continue;
-    std::vector<uint8_t> buf(total);
+    DeviceBuffer buf(device, total);  // staged on the parameters' device
+    auto* staged = static_cast<uint8_t*>(buf.data());
     size_t at = 0;
     if (is_root)
       for (size_t i : chunk) {
-        std::memcpy(buf.data() + at, params[i].data.data, bytes[i]);
+        device_copy(device, staged + at, params[i].data.data, bytes[i]);
         at += bytes[i];
       }
-    group.broadcast(TensorView(buf.data(), total), root);
+    group.broadcast(TensorView(staged, total, DType::U8, device), root);
     if (!is_root) {
       at = 0;
       for (size_t i : chunk) {
-        std::memcpy(params[i].data.data, buf.data() + at, bytes[i]);
+        device_copy(device, params[i].data.data, staged + at, bytes[i]);
         at += bytes[i];
       }
     }
@@ -169,15 +179,14 @@ void Reducer::Impl::build_buckets(const std::vector<size_t>& order) {
       new_slot_of[bk.params[k]] = k;
     }
     bk.pending = bk.params.size();
-    const size_t words = (bk.count * dtype_size(bk.dtype) + 7) / 8;
-    bk.storage = std::make_unique<uint64_t[]>(std::max<size_t>(words, 1));  // zeroed
+    bk.storage = DeviceBuffer(device, bk.count * dtype_size(bk.dtype));  // zeroed
   }
   if (options.gradient_as_bucket_view) {
     // Carry the gradients over: from the old buckets, or at construction from the user's buffers.
     for (size_t i = 0; i < params.size(); ++i) {
       TensorView dst = fresh[new_bucket_of[i]].slice(new_slot_of[i]);
       TensorView src = buckets.empty() ? params[i].grad : buckets[bucket_of[i]].slice(slot_of[i]);
-      if (src.data != nullptr && dst.count > 0) std::memcpy(dst.data, src.data, dst.bytes());
+      if (src.data != nullptr && dst.count > 0) device_copy(device, dst.data, src.data, dst.bytes());
     }
   }
   buckets = std::move(fresh);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "spmd/error.hpp"
@@ -38,16 +39,58 @@ inline void run_ranks(int world, const std::function<void(ProcessGroup&)>& body,
     }
 }
 
+// Where Buffers live when checks run against a device backend (none: host memory, CPU views).
+// Tests of the nccl backend's host side label host memory as a fake CUDA device; the GPU
+// suite keeps a copy in device memory. view() hands out the device copy; get() and set()
+// bring the results back first.
+class Placement {
+ public:
+  virtual ~Placement() = default;
+  virtual Device device() const = 0;
+  // Device memory holding the `bytes` host bytes: copied into `previous` when given (device
+  // memory of that size), else into new device memory.
+  virtual void* to_device(const void* host, size_t bytes, void* previous) = 0;
+  // Copies device memory back once what was queued on the caller's stream finished.
+  virtual void to_host(void* host, const void* device, size_t bytes) = 0;
+  virtual void release(void* device) = 0;
+};
+// The placement of every Buffer made from now on (null: host memory).
+inline Placement*& buffer_placement() {
+  static Placement* p = nullptr;
+  return p;
+}
+
 // A buffer of `count` elements of `dtype`.
 class Buffer {
  public:
-  Buffer(DType t, size_t count) : dtype_(t), count_(count), bytes_(count * dtype_size(t) + 1) {}
-  TensorView view() { return TensorView(bytes_.data(), count_, dtype_); }
+  Buffer(DType t, size_t count)
+      : dtype_(t), count_(count), bytes_(count * dtype_size(t) + 1), placement_(buffer_placement()) {}
+  ~Buffer() {
+    if (device_) placement_->release(device_);
+  }
+  Buffer(Buffer&& o) noexcept
+      : dtype_(o.dtype_), count_(o.count_), bytes_(std::move(o.bytes_)), placement_(o.placement_),
+        device_(std::exchange(o.device_, nullptr)), host_newer_(o.host_newer_), device_newer_(o.device_newer_) {}
+  Buffer& operator=(Buffer&&) = delete;
+
+  TensorView view() {
+    if (!placement_) return TensorView(bytes_.data(), count_, dtype_);
+    if (host_newer_ || !device_) device_ = placement_->to_device(bytes_.data(), bytes_.size(), device_);
+    host_newer_ = false;
+    device_newer_ = true;  // an operation on the view may change it
+    return TensorView(device_, count_, dtype_, placement_->device());
+  }
   size_t count() const { return count_; }
   DType dtype() const { return dtype_; }
-  void* data() { return bytes_.data(); }
+  void* data() {
+    sync_host();
+    host_newer_ = true;
+    return bytes_.data();
+  }
 
   void set(size_t i, double v) {
+    sync_host();
+    host_newer_ = true;
     void* p = bytes_.data() + i * dtype_size(dtype_);
     switch (dtype_) {
       case DType::F32: store(p, static_cast<float>(v)); break;
@@ -61,6 +104,7 @@ class Buffer {
     }
   }
   double get(size_t i) const {
+    sync_host();
     const void* p = bytes_.data() + i * dtype_size(dtype_);
     switch (dtype_) {
       case DType::F32: return load<float>(p);
@@ -76,12 +120,18 @@ class Buffer {
   }
   // The value `v` would have once stored in this dtype (wrapping like the dtype does).
   double round_trip(double v) {
-    Buffer b(dtype_, 1);
+    Buffer b(dtype_, 1, nullptr);
     b.set(0, v);
     return b.get(0);
   }
 
  private:
+  Buffer(DType t, size_t count, Placement* p) : dtype_(t), count_(count), bytes_(count * dtype_size(t) + 1), placement_(p) {}
+  void sync_host() const {
+    if (!device_newer_) return;
+    placement_->to_host(bytes_.data(), device_, bytes_.size());
+    device_newer_ = false;
+  }
   template <typename T> static void store(void* p, T v) { std::memcpy(p, &v, sizeof v); }
   template <typename T> static T load(const void* p) {
     T v;
@@ -90,20 +140,26 @@ class Buffer {
   }
   DType dtype_;
   size_t count_;
-  std::vector<char> bytes_;
+  mutable std::vector<char> bytes_;
+  Placement* placement_;
+  void* device_ = nullptr;
+  bool host_newer_ = true;
+  mutable bool device_newer_ = false;
 };
 
 // Small values whose sums, products and averages are exact in every dtype (as long as the
 // test keeps integer products within range or compares after the same wrap).
 inline double value_at(int rank, size_t i) { return static_cast<double>((rank * 7 + static_cast<int>(i % 13)) % 5 + 1); }
 
-// Compares the first n elements against expected(i); reports at most a few mismatches.
+// Compares the first n elements against expected(i) (within `tolerance`, relative); reports at
+// most a few mismatches.
 inline void expect_elements(const Buffer& b, size_t n, const std::function<double(size_t)>& expected,
-                            const std::string& what) {
+                            const std::string& what, double tolerance = 0) {
   int reported = 0;
   for (size_t i = 0; i < n && reported < 3; ++i) {
     double want = expected(i), got = b.get(i);
-    if (!(got == want || (std::isnan(want) && std::isnan(got)))) {
+    const bool close = tolerance > 0 && std::fabs(got - want) <= tolerance * std::fabs(want);
+    if (!(got == want || close || (std::isnan(want) && std::isnan(got)))) {
       ADD_FAILURE() << what << ": element " << i << " is " << got << ", expected " << want;
       ++reported;
     }
