@@ -22,7 +22,7 @@ if(NOT SPMD_TORCH_FOUND)
   _spmd_torch_python_missing("LibTorch was not found")
   return()
 endif()
-execute_process(COMMAND ${SPMD_PYTHON} -c "import torch, sysconfig; print(torch.__version__.split('+')[0]); print(sysconfig.get_path('platlib', 'posix_prefix', vars={'platbase': '.'})[2:])"
+execute_process(COMMAND ${SPMD_PYTHON} -c "import torch, sysconfig; print(torch.__version__.split('+')[0]); print(sysconfig.get_path('platlib', 'posix_prefix', vars={'platbase': 'PREFIX', 'base': 'PREFIX'})[len('PREFIX/'):])"
                 OUTPUT_VARIABLE _spmd_py_out RESULT_VARIABLE _spmd_py_rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _spmd_py_rc EQUAL 0)
   _spmd_torch_python_missing("${SPMD_PYTHON} cannot import torch")

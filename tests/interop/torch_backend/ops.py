@@ -5,6 +5,7 @@
 import argparse
 import os
 import sys
+import tempfile
 from datetime import timedelta
 
 import torch
@@ -35,9 +36,10 @@ def init(method, rank, world):
     elif method == "tcp":
         url = f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
         dist.init_process_group("spmd", init_method=url, rank=rank, world_size=world, timeout=timeout)
-    elif method.startswith("file:"):
-        dist.init_process_group("spmd", init_method="file://" + method[5:], rank=rank, world_size=world,
-                                timeout=timeout)
+    elif method == "file":
+        # A file no earlier job used: named after this job's port (spmdrun picks a free one).
+        path = os.path.join(tempfile.gettempdir(), f"spmd_torch_ops_{os.environ['MASTER_PORT']}")
+        dist.init_process_group("spmd", init_method="file://" + path, rank=rank, world_size=world, timeout=timeout)
     elif method == "store":
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, rank == 0,
                               timeout=timeout)
@@ -273,7 +275,7 @@ def test_monitored_barrier(rank, world):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--init", default="env", help="env | tcp | file:/path | store")
+    p.add_argument("--init", default="env", help="env | tcp | file | store")
     p.add_argument("--only", default="", help="run the tests whose name contains this")
     args = p.parse_args()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

@@ -10,7 +10,8 @@ spawns WORLD_SIZE processes per test, which initialise the backend with a file:/
 BACKEND "spmd" imports spmd_torch (PYTHONPATH must reach build/python) and declares the
 features torch's suite keys on per backend (DistTestCases.backend_feature: ddp, subgroup,
 plugin) for it; tests that name other backends (BACKEND == "gloo", require_backend({"gloo"}))
-skip as the suite decides. --results appends one JSON line per test: name, outcome
+skip as the suite decides. shard_py311_fix.py works around a Python 3.11 incompatibility of
+torch 1.13 that breaks every DDP test for every backend. --results appends one JSON line per test: name, outcome
 (passed/failed/skipped) and the reason or the first line of the error.
 """
 import argparse
@@ -22,6 +23,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the expecttest stand-in
+
+import shard_py311_fix  # noqa: E402
+
+shard_py311_fix.install()  # DDP tests need it under Python 3.11 (see the module)
 
 BACKEND = os.environ.get("BACKEND", "")
 if BACKEND == "spmd":
