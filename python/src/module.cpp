@@ -10,16 +10,6 @@
 namespace py = pybind11;
 using spmd::torch_dist::ProcessGroupSpmd;
 
-namespace {
-
-// torch.distributed's creator signature for plugins (1.13): (store, rank, size, timeout).
-c10::intrusive_ptr<ProcessGroupSpmd> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                            std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<ProcessGroupSpmd>(store, rank, size, timeout);
-}
-
-}  // namespace
-
 PYBIND11_MODULE(spmd_torch, m) {
   m.doc() =
       "spmd's collectives as the torch.distributed backend \"spmd\" (CPU tensors).\n\n"
@@ -33,14 +23,17 @@ PYBIND11_MODULE(spmd_torch, m) {
 A c10d ProcessGroup whose operations run spmd's algorithms. torch.distributed makes one per
 group through the backend "spmd"; it can also be built directly over a store, like
 torch.distributed.ProcessGroupGloo: ProcessGroupSpmd(store, rank, size, timeout).)")
-      .def(py::init(&create), py::arg("store"), py::arg("rank"), py::arg("size"),
+      .def(py::init(&ProcessGroupSpmd::create), py::arg("store"), py::arg("rank"), py::arg("size"),
            py::arg("timeout") = std::chrono::milliseconds(kProcessGroupDefaultTimeout),
            py::call_guard<py::gil_scoped_release>());
   m.attr("BACKEND_NAME") = "spmd";
   // torch.distributed calls the creator for the world and for every new_group, with the
   // group's prefixed store; creating blocks until every member arrived, without the GIL.
-  m.def("_create_process_group", &create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+  // torch.distributed's creator signature for plugins (1.13): (store, rank, size, timeout).
+  m.def("_create_process_group", &ProcessGroupSpmd::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>());
+  // Before the interpreter finalizes, let pending operations settle and future callbacks run.
+  py::module_::import("atexit").attr("register")(py::cpp_function(&spmd::torch_dist::drain_all_groups));
   py::object backend = dist.attr("Backend");
   if (!py::hasattr(backend, "SPMD"))
     backend.attr("register_backend")("spmd", m.attr("_create_process_group"));

@@ -4,6 +4,8 @@
 
 #include <ATen/core/jit_type.h>
 
+#include <mutex>
+
 #include "gil.hpp"
 #include "spmd/error.hpp"
 #include "torch_store.hpp"
@@ -11,6 +13,10 @@
 namespace spmd::torch_dist {
 
 namespace {
+
+// The groups created so far, for drain_all_groups().
+std::mutex groups_mutex;
+std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
 
 bool is_premul(const c10d::ReduceOp& op) { return static_cast<c10d::ReduceOp::RedOpType>(op) == c10d::ReduceOp::PREMUL_SUM; }
 
@@ -51,11 +57,35 @@ ProcessGroupSpmd::ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store,
   init();
 }
 
+c10::intrusive_ptr<ProcessGroupSpmd> ProcessGroupSpmd::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                              int size, std::chrono::milliseconds timeout) {
+  auto pg = c10::make_intrusive<ProcessGroupSpmd>(store, rank, size, timeout);
+  std::lock_guard<std::mutex> g(groups_mutex);
+  std::erase_if(groups, [](const auto& w) { return w.expired(); });
+  groups.emplace_back(pg);
+  return pg;
+}
+
 ProcessGroupSpmd::~ProcessGroupSpmd() {
   WithoutGil no_gil;  // pending operations finish (or time out) first; their callbacks may need it
   settler_.reset();
   callbacks_->shutdown();
   group_.reset();
+}
+
+void ProcessGroupSpmd::drain() {
+  WithoutGil no_gil;
+  if (settler_->drain(group_->timeout())) callbacks_->drain(group_->timeout());
+}
+
+void drain_all_groups() {
+  std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> all;
+  {
+    std::lock_guard<std::mutex> g(groups_mutex);
+    all = groups;
+  }
+  for (auto& weak : all)
+    if (auto pg = weak.lock()) pg->drain();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::launch(Work op, SpmdWork::Spec spec) {

@@ -26,11 +26,17 @@ namespace spmd::torch_dist {
 class ProcessGroupSpmd : public c10d::ProcessGroup {
  public:
   // Every member calls it (torch does, in the creator); blocks until the group has met.
+  // create() also registers the group for drain_all_groups().
+  static c10::intrusive_ptr<ProcessGroupSpmd> create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                     int size, std::chrono::milliseconds timeout);
   ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                    std::chrono::milliseconds timeout);
   ~ProcessGroupSpmd() override;
 
   const std::string getBackendName() const override { return "spmd"; }
+  // Waits (at most the group's timeout) until every issued operation is settled and every
+  // future callback has run.
+  void drain();
   spmd::ProcessGroup& group() { return *group_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -83,6 +89,10 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   std::unique_ptr<Settler> settler_;
   std::atomic<uint64_t> collectives_{0};
 };
+
+// drain() of every live group made by create(). The module calls it at interpreter exit (atexit), while
+// Python still runs: a callback completing later, during finalization, would kill its thread.
+void drain_all_groups();
 
 // The future's value type of works returning one tensor list / a list of tensor lists.
 c10::TypePtr tensor_list_type();

@@ -24,6 +24,11 @@ void Settler::add(c10::intrusive_ptr<SpmdWork> work) {
   cv_.notify_one();
 }
 
+bool Settler::drain(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(m_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return works_.empty() && !busy_; });
+}
+
 void Settler::loop() {
   std::unique_lock<std::mutex> lock(m_);
   for (;;) {
@@ -31,10 +36,13 @@ void Settler::loop() {
     if (works_.empty()) return;
     c10::intrusive_ptr<SpmdWork> work = std::move(works_.front());
     works_.pop_front();
+    busy_ = true;
     lock.unlock();
     work->settle();  // without a timeout it does not throw: errors go into the work
     work.reset();
     lock.lock();
+    busy_ = false;
+    if (works_.empty()) idle_cv_.notify_all();
   }
 }
 

@@ -3,6 +3,7 @@
 // without anyone calling wait() — what DDP's bucket overlap and comm hooks rely on.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -20,13 +21,17 @@ class Settler {
   Settler& operator=(const Settler&) = delete;
 
   void add(c10::intrusive_ptr<SpmdWork> work);
+  // Waits until every work added so far is settled, at most `timeout`; false if it ran out.
+  bool drain(std::chrono::milliseconds timeout);
 
  private:
   void loop();
 
   std::mutex m_;
   std::condition_variable cv_;
+  std::condition_variable idle_cv_;
   std::deque<c10::intrusive_ptr<SpmdWork>> works_;
+  bool busy_ = false;  // settling one (popped) work
   bool stopping_ = false;
   std::thread thread_;  // last: starts after everything it uses exists
 };
