@@ -81,6 +81,8 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
  private:
   // Hands an issued spmd operation to the settler; `spec` says what the work returns.
   c10::intrusive_ptr<c10d::Work> launch(Work op, SpmdWork::Spec spec);
+  std::vector<Staged> root_blocks(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like,
+                                  int64_t root, Staged::Use use, const std::string& what, const char* name) const;
   // spmd's rank (root, peer) for a group rank given by torch.
   int spmd_rank(int64_t group_rank, const char* role, const std::string& what) const;
 

@@ -41,6 +41,18 @@ void copy_back(const std::vector<Staged>& staged) {
   for (const Staged& s : staged) s.copy_back();
 }
 
+// The single-tensor forms: `whole` holds `size` blocks like `block` (same dtype).
+void check_whole(const at::Tensor& whole, const char* whole_name, const at::Tensor& block, const char* block_name,
+                 int size, const std::string& what) {
+  check_tensor(whole, what, whole_name);
+  check_tensor(block, what, block_name);
+  if (whole.scalar_type() != block.scalar_type() || whole.numel() != block.numel() * size)
+    raise(ErrorKind::InvalidArgument, what + ": " + whole_name + " must be " + c10::toString(block.scalar_type()) +
+                                          " with " + std::to_string(block.numel() * size) + " elements (group size × " +
+                                          block_name + "), it is " + c10::toString(whole.scalar_type()) + " with " +
+                                          std::to_string(whole.numel()));
+}
+
 // A list of one list (torch's per-GPU nesting) → that list.
 const std::vector<at::Tensor>& single_list(const std::vector<std::vector<at::Tensor>>& lists,
                                            const std::string& what, const char* name) {
@@ -79,6 +91,17 @@ void unpack(const char* src, const std::vector<at::Tensor>& tensors) {
 
 }  // namespace
 
+// gather's outputs, scatter's inputs: one list of size() blocks like `like` on the root, none
+// elsewhere.
+std::vector<Staged> ProcessGroupSpmd::root_blocks(const std::vector<std::vector<at::Tensor>>& lists,
+                                                  const at::Tensor& like, int64_t root, Staged::Use use,
+                                                  const std::string& what, const char* name) const {
+  if (getRank() == root) return stage_blocks(single_list(lists, what, name), like, getSize(), use, what, name);
+  if (!lists.empty() && !lists[0].empty())
+    raise(ErrorKind::InvalidArgument, what + ": only the root (rank " + std::to_string(root) + ") passes " + name);
+  return {};
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                            std::vector<at::Tensor>& inputs,
                                                            const c10d::AllgatherOptions& /*opts*/) {
@@ -96,14 +119,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allgather(std::vector<std::vect
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                  const c10d::AllgatherOptions& /*opts*/) {
   const std::string what = "all_gather_into_tensor";
-  check_tensor(input, what, "input");
-  check_tensor(output, what, "output");
-  if (output.scalar_type() != input.scalar_type() || output.numel() != input.numel() * getSize())
-    raise(ErrorKind::InvalidArgument, what + ": output must be " + c10::toString(input.scalar_type()) + " with " +
-                                          std::to_string(input.numel() * getSize()) +
-                                          " elements (group size × input), it is " +
-                                          c10::toString(output.scalar_type()) + " with " +
-                                          std::to_string(output.numel()));
+  check_whole(output, "output", input, "input", getSize(), what);
   Staged in(input, Staged::Input), out(output, Staged::Output);
   Work op = group_->all_gather_into_async(out.view(movement_wire(output)), in.view(movement_wire(input)));
   return launch(std::move(op),
@@ -147,15 +163,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::gather(std::vector<std::vector<
   const at::Tensor& in = single(inputs, what);
   int root = spmd_rank(opts.rootRank, "root", what);
   Staged staged_in(in, Staged::Input);
-  std::vector<Staged> outs;
+  std::vector<Staged> outs = root_blocks(outputs, in, opts.rootRank, Staged::Output, what, "output_tensors");
   std::vector<at::Tensor> out_list;
-  if (getRank() == opts.rootRank) {
-    out_list = single_list(outputs, what, "output_tensors");
-    outs = stage_blocks(out_list, in, getSize(), Staged::Output, what, "outputs");
-  } else if (!outputs.empty() && !outputs[0].empty()) {
-    raise(ErrorKind::InvalidArgument, what + ": only the root (rank " + std::to_string(opts.rootRank) +
-                                          ") passes output tensors");
-  }
+  for (const Staged& s : outs) out_list.push_back(s.tensor());
   Wire w = movement_wire(in);
   Work op = group_->gather_async(staged_in.view(w), views(outs, w), root);
   return launch(std::move(op), work_spec(c10d::OpType::GATHER, "spmd:gather", inputs, c10::IValue(out_list),
@@ -169,13 +179,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::scatter(std::vector<at::Tensor>
   const at::Tensor& out = single(outputs, what);
   int root = spmd_rank(opts.rootRank, "root", what);
   Staged staged_out(out, Staged::Output);
-  std::vector<Staged> ins;
-  if (getRank() == opts.rootRank) {
-    ins = stage_blocks(single_list(inputs, what, "input_tensors"), out, getSize(), Staged::Input, what, "inputs");
-  } else if (!inputs.empty() && !inputs[0].empty()) {
-    raise(ErrorKind::InvalidArgument, what + ": only the source (rank " + std::to_string(opts.rootRank) +
-                                          ") passes input tensors");
-  }
+  std::vector<Staged> ins = root_blocks(inputs, out, opts.rootRank, Staged::Input, what, "input_tensors");
   Wire w = movement_wire(out);
   Work op = group_->scatter_async(staged_out.view(w), views(ins, w), root);
   return launch(std::move(op), work_spec(c10d::OpType::SCATTER, "spmd:scatter", {}, c10::IValue(outputs),
@@ -202,14 +206,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce_scatter(std::vector<at::
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
   const std::string what = "reduce_scatter_tensor";
-  check_tensor(input, what, "input");
-  check_tensor(output, what, "output");
-  if (output.scalar_type() != input.scalar_type() || input.numel() != output.numel() * getSize())
-    raise(ErrorKind::InvalidArgument, what + ": input must be " + c10::toString(output.scalar_type()) + " with " +
-                                          std::to_string(output.numel() * getSize()) +
-                                          " elements (group size × output), it is " +
-                                          c10::toString(input.scalar_type()) + " with " +
-                                          std::to_string(input.numel()));
+  check_whole(input, "input", output, "output", getSize(), what);
   Reduction r_out = reduction_for(output, opts.reduceOp, what), r_in = reduction_for(input, opts.reduceOp, what);
   Staged out(output, Staged::Output);
   Staged in = static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::PREMUL_SUM
