@@ -185,25 +185,64 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::send(std::vector<at::Tensor>& t
   const std::string what = "send";
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Input);
-  Work op = group_->send_async(s.view(movement_wire(t)), spmd_rank(dst, "destination", what), tag);
-  return launch(std::move(op), work_spec(c10d::OpType::SEND, "spmd:send", tensors, tensors, [s] {}));
+  return point_to_point({P2POp::Send, s.view(movement_wire(t)), spmd_rank(dst, "destination", what), tag},
+                        work_spec(c10d::OpType::SEND, "spmd:send", tensors, tensors, [s] {}));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   const std::string what = "recv";
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Output);
-  Work op = group_->recv_async(s.view(movement_wire(t)), spmd_rank(src, "source", what), tag);
-  return launch(std::move(op), work_spec(c10d::OpType::RECV, "spmd:recv", {}, tensors, [s] { s.copy_back(); }));
+  return point_to_point({P2POp::Recv, s.view(movement_wire(t)), spmd_rank(src, "source", what), tag},
+                        work_spec(c10d::OpType::RECV, "spmd:recv", {}, tensors, [s] { s.copy_back(); }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   const std::string what = "recv (any source)";
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Output);
-  Work op = group_->recv_async(s.view(movement_wire(t)), -1, tag);
-  return launch(std::move(op),
-                work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", {}, tensors, [s] { s.copy_back(); }));
+  return point_to_point({P2POp::Recv, s.view(movement_wire(t)), -1, tag},
+                        work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", {}, tensors,
+                                  [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::point_to_point(P2POp op, SpmdWork::Spec spec) {
+  {
+    std::lock_guard<std::mutex> g(coalescing_mutex_);
+    if (coalescing_) {
+      if (op.kind == P2POp::Recv && op.peer == -1)
+        raise(ErrorKind::InvalidArgument, "batch_isend_irecv: every receive needs a source rank");
+      auto work = c10::make_intrusive<SpmdWork>(getRank(), Work{}, std::move(spec), callbacks_);
+      collected_.push_back({op, work});
+      return work;
+    }
+  }
+  Work w = op.kind == P2POp::Send ? group_->send_async(op.tensor, op.peer, op.tag)
+                                  : group_->recv_async(op.tensor, op.peer, op.tag);
+  return launch(std::move(w), std::move(spec));
+}
+
+void ProcessGroupSpmd::startCoalescing() {
+  std::lock_guard<std::mutex> g(coalescing_mutex_);
+  if (coalescing_) raise(ErrorKind::InvalidArgument, "batch_isend_irecv: a batch is already being collected");
+  coalescing_ = true;
+}
+
+void ProcessGroupSpmd::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /*works*/) {
+  std::vector<Collected> batch;
+  {
+    std::lock_guard<std::mutex> g(coalescing_mutex_);
+    coalescing_ = false;
+    batch.swap(collected_);
+  }
+  if (batch.empty()) return;
+  std::vector<P2POp> ops;
+  for (const Collected& c : batch) ops.push_back(c.op);
+  std::vector<Work> issued = group_->batch_isend_irecv(ops);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].work->start(std::move(issued[i]));
+    settler_->add(batch[i].work);
+  }
 }
 
 }  // namespace spmd::torch_dist

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -75,12 +76,18 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  // torch's batch_isend_irecv: sends and receives between these two calls are collected, then
+  // issued as one spmd batch whose items progress together (no order can deadlock it).
+  void startCoalescing() override;
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) override;
   void setSequenceNumberForGroup() override {}  // every group starts at 0 on every rank
   uint64_t getSequenceNumberForGroup() override;
 
  private:
   // Hands an issued spmd operation to the settler; `spec` says what the work returns.
   c10::intrusive_ptr<c10d::Work> launch(Work op, SpmdWork::Spec spec);
+  // Issues a send or receive (peer: spmd rank), or collects it while coalescing.
+  c10::intrusive_ptr<c10d::Work> point_to_point(P2POp op, SpmdWork::Spec spec);
   std::vector<Staged> root_blocks(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like,
                                   int64_t root, Staged::Use use, const std::string& what, const char* name) const;
   // spmd's rank (root, peer) for a group rank given by torch.
@@ -90,6 +97,14 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   std::shared_ptr<CallbackPool> callbacks_;
   std::unique_ptr<Settler> settler_;
   std::atomic<uint64_t> collectives_{0};
+
+  struct Collected {
+    P2POp op;
+    c10::intrusive_ptr<SpmdWork> work;
+  };
+  std::mutex coalescing_mutex_;
+  bool coalescing_ = false;          // under coalescing_mutex_
+  std::vector<Collected> collected_;  // under coalescing_mutex_
 };
 
 // drain() of every live group made by create(). The module calls it at interpreter exit (atexit), while

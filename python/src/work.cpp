@@ -15,12 +15,25 @@ SpmdWork::SpmdWork(int rank, spmd::Work op, Spec spec, std::shared_ptr<CallbackP
 
 SpmdWork::~SpmdWork() = default;
 
+void SpmdWork::start(spmd::Work op) {
+  std::lock_guard<std::mutex> g(settle_mutex_);
+  op_ = std::move(op);
+}
+
 void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout) {
+  spmd::Work op;
+  {
+    std::lock_guard<std::mutex> g(settle_mutex_);
+    if (!op_.valid())
+      raise(ErrorKind::InvalidArgument, "wait() on a send/recv of a batch_isend_irecv that is not issued yet; "
+                                        "wait after the batch");
+    op = op_;
+  }
   std::exception_ptr error;
   try {
-    op_.wait(timeout);
+    op.wait(timeout);
   } catch (...) {
-    if (!op_.is_completed()) throw;  // our wait ran out; the operation goes on
+    if (!op.is_completed()) throw;  // our wait ran out; the operation goes on
     error = std::current_exception();
   }
   std::lock_guard<std::mutex> g(settle_mutex_);
@@ -75,7 +88,12 @@ std::exception_ptr SpmdWork::exception() const {
 }
 
 int SpmdWork::sourceRank() const {
-  int src = op_.source_rank();
+  bool done;
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    done = completed_;
+  }
+  int src = done ? op_.source_rank() : -1;
   if (src < 0)
     raise(ErrorKind::InvalidArgument,
           "sourceRank(): only a finished receive from any source (recv without src) has a source rank");

@@ -31,8 +31,10 @@ class SpmdWork : public c10d::Work {
     c10::TypePtr result_type;
     std::function<void()> finish;           // after success: copy results back (may be empty)
   };
+  // `op` may be empty (a send/recv collected for a batch); start() gives it later.
   SpmdWork(int rank, spmd::Work op, Spec spec, std::shared_ptr<CallbackPool> callbacks);
   ~SpmdWork() override;
+  void start(spmd::Work op);
 
   bool isCompleted() override;
   bool isSuccess() const override;
