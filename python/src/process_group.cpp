@@ -140,7 +140,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce_coalesced(std::vector
       offset += t.numel();
     }
   };
-  return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE_COALESCED, "spmd:all_reduce_coalesced", tensors,
+  return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE_COALESCED, "spmd:all_reduce", tensors,
                                        tensors, std::move(finish)));
 }
 
@@ -194,7 +194,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recv(std::vector<at::Tensor>& t
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Output);
   return point_to_point({P2POp::Recv, s.view(movement_wire(t)), spmd_rank(src, "source", what), tag},
-                        work_spec(c10d::OpType::RECV, "spmd:recv", {}, tensors, [s] { s.copy_back(); }));
+                        work_spec(c10d::OpType::RECV, "spmd:recv", tensors, tensors, [s] { s.copy_back(); }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
@@ -202,7 +202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::T
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Output);
   return point_to_point({P2POp::Recv, s.view(movement_wire(t)), -1, tag},
-                        work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", {}, tensors,
+                        work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", tensors, tensors,
                                   [s] { s.copy_back(); }));
 }
 

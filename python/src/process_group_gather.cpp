@@ -123,7 +123,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::_allgather_base(at::Tensor& out
   Staged in(input, Staged::Input), out(output, Staged::Output);
   Work op = group_->all_gather_into_async(out.view(movement_wire(output)), in.view(movement_wire(input)));
   return launch(std::move(op),
-                work_spec(c10d::OpType::_ALLGATHER_BASE, "spmd:_all_gather_base", {input},
+                work_spec(c10d::OpType::_ALLGATHER_BASE, "spmd:all_gather_into_tensor", {input},
                         c10::IValue(std::vector<at::Tensor>{output}), tensor_list_type(), [in, out] { out.copy_back(); }));
 }
 
@@ -131,13 +131,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allgather_coalesced(std::vector
                                                                      std::vector<at::Tensor>& inputs,
                                                                      const c10d::AllgatherOptions& /*opts*/) {
   const std::string what = "all_gather_coalesced";
-  if (outputs.size() != inputs.size())
-    raise(ErrorKind::InvalidArgument, what + ": " + std::to_string(outputs.size()) + " output lists for " +
-                                          std::to_string(inputs.size()) + " inputs (one list per input)");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_tensor(inputs[i], what, "inputs[" + std::to_string(i) + "]");
-    stage_blocks(outputs[i], inputs[i], getSize(), Staged::Output, what,
-                 ("output_lists[" + std::to_string(i) + "]").c_str());
+  // outputs[r][i] receives rank r's inputs[i].
+  if (static_cast<int>(outputs.size()) != getSize())
+    raise(ErrorKind::InvalidArgument, what + ": " + std::to_string(outputs.size()) +
+                                          " output lists, the group has " + std::to_string(getSize()) +
+                                          " ranks (one list per rank)");
+  for (size_t i = 0; i < inputs.size(); ++i) check_tensor(inputs[i], what, "inputs[" + std::to_string(i) + "]");
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    const std::string name = "output_lists[" + std::to_string(r) + "]";
+    if (outputs[r].size() != inputs.size())
+      raise(ErrorKind::InvalidArgument, what + ": " + name + " has " + std::to_string(outputs[r].size()) +
+                                            " tensors for " + std::to_string(inputs.size()) + " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i)
+      stage_blocks({outputs[r][i]}, inputs[i], 1, Staged::Output, what, (name + "[" + std::to_string(i) + "]").c_str());
   }
   // Every rank's inputs as one block of bytes; all ranks' blocks land in `gathered`.
   at::Tensor packed = pack(inputs);
@@ -145,14 +151,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allgather_coalesced(std::vector
   at::Tensor gathered = at::empty({static_cast<int64_t>(block) * getSize()}, at::kByte);
   Work op = group_->all_gather_into_async(TensorView(gathered.data_ptr(), nbytes(gathered), DType::U8),
                                           TensorView(packed.data_ptr(), block, DType::U8));
-  auto finish = [outputs, packed, gathered, block, size = getSize()] {
-    for (int r = 0; r < size; ++r) {
-      std::vector<at::Tensor> of_rank;
-      for (const auto& list : outputs) of_rank.push_back(list[static_cast<size_t>(r)]);
-      unpack(static_cast<const char*>(gathered.data_ptr()) + static_cast<size_t>(r) * block, of_rank);
-    }
+  auto finish = [outputs, packed, gathered, block] {
+    for (size_t r = 0; r < outputs.size(); ++r)
+      unpack(static_cast<const char*>(gathered.data_ptr()) + r * block, outputs[r]);
   };
-  return launch(std::move(op), work_spec(c10d::OpType::ALLGATHER_COALESCED, "spmd:all_gather_coalesced", inputs,
+  return launch(std::move(op), work_spec(c10d::OpType::ALLGATHER_COALESCED, "spmd:all_gather", inputs,
                                        c10::IValue(outputs), tensor_lists_type(), std::move(finish)));
 }
 
@@ -182,7 +185,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::scatter(std::vector<at::Tensor>
   std::vector<Staged> ins = root_blocks(inputs, out, opts.rootRank, Staged::Input, what, "input_tensors");
   Wire w = movement_wire(out);
   Work op = group_->scatter_async(staged_out.view(w), views(ins, w), root);
-  return launch(std::move(op), work_spec(c10d::OpType::SCATTER, "spmd:scatter", {}, c10::IValue(outputs),
+  return launch(std::move(op), work_spec(c10d::OpType::SCATTER, "spmd:scatter", inputs.empty() ? std::vector<at::Tensor>{} : inputs[0],
+                                       c10::IValue(outputs),
                                        tensor_list_type(), [staged_out, ins] { staged_out.copy_back(); }));
 }
 
@@ -213,7 +217,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::_reduce_scatter_base(at::Tensor
                   ? Staged(input, premultiplied(input, opts.reduceOp), Staged::Input)
                   : Staged(input, Staged::Input);
   Work op = group_->reduce_scatter_from_async(out.view(r_out.wire), in.view(r_in.wire), r_out.op);
-  return launch(std::move(op), work_spec(c10d::OpType::_REDUCE_SCATTER_BASE, "spmd:_reduce_scatter_base", {input},
+  return launch(std::move(op), work_spec(c10d::OpType::_REDUCE_SCATTER_BASE, "spmd:reduce_scatter_tensor", {input},
                                        c10::IValue(std::vector<at::Tensor>{output}), tensor_list_type(),
                                        [in, out] { out.copy_back(); }));
 }

@@ -25,8 +25,11 @@ class SpmdWork : public c10d::Work {
  public:
   struct Spec {
     c10d::OpType type = c10d::OpType::UNKNOWN;
-    const char* profiling_title = nullptr;  // "spmd:all_reduce", ...
-    std::vector<at::Tensor> inputs;         // for the profiler's record of shapes
+    // "spmd:all_reduce", ...: the names torch's profiler tests expect of a backend (the
+    // coalesced forms are recorded as their plain collective, as gloo records them).
+    const char* profiling_title = nullptr;
+    std::vector<at::Tensor> inputs;         // for the profiler's record of shapes (gloo's choice: a
+                                            // receive records the tensor it fills)
     c10::IValue result;                     // the future's value (the output tensors)
     c10::TypePtr result_type;
     std::function<void()> finish;           // after success: copy results back (may be empty)

@@ -152,13 +152,13 @@ def test_gathers(rank, world):
     out = torch.empty(world * 6, dtype=torch.int32)
     dist.all_gather_into_tensor(out, values(rank, dtype=torch.int32))
     check("all_gather_into_tensor", out, torch.cat([values(r, dtype=torch.int32) for r in range(world)]))
-    # Coalesced, with different sizes (torch requires one dtype).
+    # Coalesced, with different sizes (torch requires one dtype): outs[r][i] is rank r's ins[i].
     ins = [values(rank, 2), values(rank, 3)]
-    outs = [[torch.empty(2) for _ in range(world)], [torch.empty(3) for _ in range(world)]]
+    outs = [[torch.empty(2), torch.empty(3)] for _ in range(world)]
     dist.all_gather_coalesced(outs, ins)
     for r in range(world):
-        check(f"all_gather_coalesced [0][{r}]", outs[0][r], values(r, 2))
-        check(f"all_gather_coalesced [1][{r}]", outs[1][r], values(r, 3))
+        check(f"all_gather_coalesced [{r}][0]", outs[r][0], values(r, 2))
+        check(f"all_gather_coalesced [{r}][1]", outs[r][1], values(r, 3))
     for root in range(world):
         gl = [torch.empty(6) for _ in range(world)] if rank == root else None
         dist.gather(values(rank), gather_list=gl, dst=root)

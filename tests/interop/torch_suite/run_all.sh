@@ -4,13 +4,14 @@
 # Takes hours on a small machine (every test spawns its processes).
 #   tests/interop/torch_suite/run_all.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, build/torch_suite)
 # Environment: SIZES="2 3", BACKENDS="gloo spmd" select configurations; PYTHON (/usr/bin/python3).
+# The spmd_torch module is copied to OUT_DIR/module first, so rebuilding meanwhile is safe.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-build}" && pwd)
 out=${2:-$build/torch_suite}
 python=${PYTHON:-/usr/bin/python3}
-mkdir -p "$out"
-[ -e "$build"/python/spmd_torch*.so ] || { echo "run_all.sh: $build/python has no spmd_torch module; build target spmd_torch_python" >&2; exit 1; }
+mkdir -p "$out/module"
+cp "$build"/python/spmd_torch*.so "$out/module/" || { echo "run_all.sh: build target spmd_torch_python first" >&2; exit 1; }
 for size in ${SIZES:-2 3}; do
   for backend in ${BACKENDS:-gloo spmd}; do
     name="$backend-$size"
@@ -18,7 +19,7 @@ for size in ${SIZES:-2 3}; do
     rm -f "$out/$name.jsonl"
     tmp=$(mktemp -d)
     # The suite's exit status is non-zero when a test fails; the table reports it.
-    BACKEND=$backend WORLD_SIZE=$size TEMP_DIR=$tmp PYTHONPATH="$build/python" \
+    BACKEND=$backend WORLD_SIZE=$size TEMP_DIR=$tmp PYTHONPATH="$out/module" \
       "$python" "$here/run_suite.py" --results "$out/$name.jsonl" >"$out/$name.log" 2>&1 || true
     rm -rf "$tmp"
   done

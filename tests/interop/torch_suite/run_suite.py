@@ -9,8 +9,13 @@ spawns WORLD_SIZE processes per test, which initialise the backend with a file:/
 
 BACKEND "spmd" imports spmd_torch (PYTHONPATH must reach build/python) and declares the
 features torch's suite keys on per backend (DistTestCases.backend_feature: ddp, subgroup,
-plugin) for it; tests that name other backends (BACKEND == "gloo", require_backend({"gloo"}))
-skip as the suite decides. shard_py311_fix.py works around a Python 3.11 incompatibility of
+plugin; profiler events) for it; tests that name other backends (BACKEND == "gloo", require_backend({"gloo"}))
+skip as the suite decides.
+
+--impersonate-gloo runs the suite as BACKEND "gloo" — every decision the suite makes by
+name (skips, expected behaviour) is gloo's — but each process group torch creates for "gloo"
+is spmd_torch.ProcessGroupSpmd: the way to run the gloo-only tests on spmd. Tests that check
+gloo's own error texts or class fail there by construction. shard_py311_fix.py works around a Python 3.11 incompatibility of
 torch 1.13 that breaks every DDP test for every backend. --results appends one JSON line per test: name, outcome
 (passed/failed/skipped) and the reason or the first line of the error.
 """
@@ -28,8 +33,10 @@ import shard_py311_fix  # noqa: E402
 
 shard_py311_fix.install()  # DDP tests need it under Python 3.11 (see the module)
 
+# In the children too (environment): see --impersonate-gloo.
+IMPERSONATE_GLOO = os.environ.get("SPMD_SUITE_IMPERSONATE_GLOO") == "1"
 BACKEND = os.environ.get("BACKEND", "")
-if BACKEND == "spmd":
+if BACKEND == "spmd" or IMPERSONATE_GLOO:
     import spmd_torch  # noqa: F401  (registers the backend, also in the spawned children)
 
 
@@ -39,6 +46,8 @@ def parse_args():
     p.add_argument("-k", dest="patterns", action="append", default=[],
                    help="run tests whose name contains this substring (repeatable)")
     p.add_argument("--list", action="store_true", help="print the test names and exit")
+    p.add_argument("--impersonate-gloo", action="store_true",
+                   help="run as BACKEND=gloo with every gloo process group made by spmd (see above)")
     p.add_argument("tests", nargs="*", help="exact test names (test_...)")
     return p.parse_args()
 
@@ -56,6 +65,11 @@ def prepare_environment():
 
 if __name__ == "__main__":  # not in the spawned children, which import this file as __mp_main__
     ARGS = parse_args()
+    if ARGS.impersonate_gloo:
+        os.environ["BACKEND"] = BACKEND = "gloo"
+        os.environ["SPMD_SUITE_IMPERSONATE_GLOO"] = "1"
+        IMPERSONATE_GLOO = True
+        import spmd_torch  # noqa: F401
     prepare_environment()
     sys.argv = sys.argv[:1]  # torch's test utilities parse sys.argv when imported (here and in children)
 
@@ -66,7 +80,19 @@ if BACKEND == "spmd":
     for feature in ("ddp", "subgroup", "plugin"):
         DistTestCases.backend_feature[feature].add("spmd")
 
+from torch.testing._internal.distributed import distributed_test  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
+
+if BACKEND == "spmd":
+    # spmd's works record profiler events named as the suite expects ("spmd:all_reduce", ...):
+    # let the tests check them, as they do for gloo. (Read when the tests run.)
+    distributed_test.PROFILING_SUPPORTED_BACKENDS.append("spmd")
+    distributed_test.SEND_RECV_PROFILING_SUPPORTED_BACKENDS.append("spmd")
+
+if IMPERSONATE_GLOO:
+    import torch.distributed.distributed_c10d as _c10d
+
+    _c10d.ProcessGroupGloo = spmd_torch.ProcessGroupSpmd  # what init_process_group/new_group build for "gloo"
 
 
 class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
@@ -83,7 +109,7 @@ class RecordingResult(unittest.TextTestResult):
     def _record(self, test, outcome, detail=""):
         if not self.path:
             return
-        line = {"test": test.id().split(".")[-1], "outcome": outcome, "detail": detail.strip()[:2000]}
+        line = {"test": test.id().split(".")[-1], "outcome": outcome, "detail": detail.strip()[-3000:]}
         with open(self.path, "a") as f:
             f.write(json.dumps(line) + "\n")
 
