@@ -15,7 +15,6 @@ namespace spmd::torch_dist {
 struct CallbackPool::State {
   std::mutex m;
   std::condition_variable cv;
-  std::condition_variable idle_cv;  // every thread idle, nothing queued
   std::deque<std::function<void()>> jobs;
   size_t idle = 0;
   bool stopping = false;
@@ -45,7 +44,6 @@ void CallbackPool::loop(std::shared_ptr<State> state) {
   std::unique_lock<std::mutex> lock(s.m);
   for (;;) {
     ++s.idle;
-    if (s.jobs.empty() && s.idle == s.threads.size()) s.idle_cv.notify_all();
     s.cv.wait(lock, [&] { return s.stopping || !s.jobs.empty(); });
     --s.idle;
     if (s.jobs.empty()) return;  // stopping, nothing left
@@ -62,12 +60,6 @@ void CallbackPool::loop(std::shared_ptr<State> state) {
     job = nullptr;
     lock.lock();
   }
-}
-
-bool CallbackPool::drain(std::chrono::milliseconds timeout) {
-  State& s = *state_;
-  std::unique_lock<std::mutex> lock(s.m);
-  return s.idle_cv.wait_for(lock, timeout, [&] { return s.jobs.empty() && s.idle == s.threads.size(); });
 }
 
 void CallbackPool::shutdown() {

@@ -4,7 +4,6 @@
 // thread starts whenever every existing one is busy: blocked callbacks cannot starve the rest.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -23,8 +22,6 @@ class CallbackPool {
   // the pool, so a pool thread that gets here detaches itself instead of joining itself (the
   // threads share the queue's state, which outlives the pool).
   void shutdown();
-  // Waits until no job is queued or running, at most `timeout`; false if it ran out.
-  bool drain(std::chrono::milliseconds timeout);
 
  private:
   struct State;

@@ -32,8 +32,8 @@ torch.distributed.ProcessGroupGloo: ProcessGroupSpmd(store, rank, size, timeout)
   // torch.distributed's creator signature for plugins (1.13): (store, rank, size, timeout).
   m.def("_create_process_group", &ProcessGroupSpmd::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>());
-  // Before the interpreter finalizes, let pending operations settle and future callbacks run.
-  py::module_::import("atexit").attr("register")(py::cpp_function(&spmd::torch_dist::drain_all_groups));
+  // Before the interpreter finalizes: settle what is pending, run callbacks, end our threads.
+  py::module_::import("atexit").attr("register")(py::cpp_function(&spmd::torch_dist::stop_all_group_threads));
   py::object backend = dist.attr("Backend");
   if (!py::hasattr(backend, "SPMD"))
     backend.attr("register_backend")("spmd", m.attr("_create_process_group"));

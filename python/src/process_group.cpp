@@ -14,7 +14,7 @@ namespace spmd::torch_dist {
 
 namespace {
 
-// The groups created so far, for drain_all_groups().
+// The groups created so far, for stop_all_group_threads().
 std::mutex groups_mutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
 
@@ -68,24 +68,23 @@ c10::intrusive_ptr<ProcessGroupSpmd> ProcessGroupSpmd::create(const c10::intrusi
 
 ProcessGroupSpmd::~ProcessGroupSpmd() {
   WithoutGil no_gil;  // pending operations finish (or time out) first; their callbacks may need it
-  settler_.reset();
-  callbacks_->shutdown();
+  stop_threads();
   group_.reset();
 }
 
-void ProcessGroupSpmd::drain() {
-  WithoutGil no_gil;
-  if (settler_->drain(group_->timeout())) callbacks_->drain(group_->timeout());
+void ProcessGroupSpmd::stop_threads() {
+  settler_->stop();
+  callbacks_->shutdown();
 }
 
-void drain_all_groups() {
+void stop_all_group_threads() {
   std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> all;
   {
     std::lock_guard<std::mutex> g(groups_mutex);
     all = groups;
   }
   for (auto& weak : all)
-    if (auto pg = weak.lock()) pg->drain();
+    if (auto pg = weak.lock()) pg->stop_threads();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::launch(Work op, SpmdWork::Spec spec) {

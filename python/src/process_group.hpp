@@ -27,7 +27,7 @@ namespace spmd::torch_dist {
 class ProcessGroupSpmd : public c10d::ProcessGroup {
  public:
   // Every member calls it (torch does, in the creator); blocks until the group has met.
-  // create() also registers the group for drain_all_groups().
+  // create() also registers the group for stop_all_group_threads().
   static c10::intrusive_ptr<ProcessGroupSpmd> create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                      int size, std::chrono::milliseconds timeout);
   ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -35,9 +35,9 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   ~ProcessGroupSpmd() override;
 
   const std::string getBackendName() const override { return "spmd"; }
-  // Waits (at most the group's timeout) until every issued operation is settled and every
-  // future callback has run.
-  void drain();
+  // Settles every issued operation, runs every future callback, and ends the group's threads;
+  // later operations settle on the thread that waits for them.
+  void stop_threads();
   spmd::ProcessGroup& group() { return *group_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -107,9 +107,11 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   std::vector<Collected> collected_;  // under coalescing_mutex_
 };
 
-// drain() of every live group made by create(). The module calls it at interpreter exit (atexit), while
-// Python still runs: a callback completing later, during finalization, would kill its thread.
-void drain_all_groups();
+// stop_threads() of every live group made by create(). The module calls it at interpreter exit
+// (atexit), while Python still runs: a thread of ours that needs the GIL during finalization
+// (to run a callback, or to free a tensor whose Python object it holds last) is terminated by
+// Python, which aborts the process.
+void stop_all_group_threads();
 
 // The future's value type of works returning one tensor list / a list of tensor lists.
 c10::TypePtr tensor_list_type();

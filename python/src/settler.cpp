@@ -6,27 +6,27 @@ namespace spmd::torch_dist {
 
 Settler::Settler() : thread_([this] { loop(); }) {}
 
-Settler::~Settler() {
+void Settler::stop() {
   {
     std::lock_guard<std::mutex> g(m_);
     stopping_ = true;
   }
   cv_.notify_all();
-  WithoutGil no_gil;
-  thread_.join();
+  WithoutGil no_gil;  // settling may free tensors whose Python objects need the GIL
+  if (thread_.joinable()) thread_.join();
 }
 
 void Settler::add(c10::intrusive_ptr<SpmdWork> work) {
   {
     std::lock_guard<std::mutex> g(m_);
-    works_.push_back(std::move(work));
+    if (!stopping_) {
+      works_.push_back(std::move(work));
+      cv_.notify_one();
+      return;
+    }
   }
-  cv_.notify_one();
-}
-
-bool Settler::drain(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(m_);
-  return idle_cv_.wait_for(lock, timeout, [&] { return works_.empty() && !busy_; });
+  WithoutGil no_gil;
+  work->settle();
 }
 
 void Settler::loop() {
@@ -36,13 +36,10 @@ void Settler::loop() {
     if (works_.empty()) return;
     c10::intrusive_ptr<SpmdWork> work = std::move(works_.front());
     works_.pop_front();
-    busy_ = true;
     lock.unlock();
     work->settle();  // without a timeout it does not throw: errors go into the work
     work.reset();
     lock.lock();
-    busy_ = false;
-    if (works_.empty()) idle_cv_.notify_all();
   }
 }
 

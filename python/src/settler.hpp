@@ -3,7 +3,6 @@
 // without anyone calling wait() — what DDP's bucket overlap and comm hooks rely on.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -16,22 +15,21 @@ namespace spmd::torch_dist {
 class Settler {
  public:
   Settler();
-  ~Settler();  // settles everything queued, then stops
+  ~Settler() { stop(); }
   Settler(const Settler&) = delete;
   Settler& operator=(const Settler&) = delete;
 
+  // Queues `work`; after stop(), settles it at once on this thread.
   void add(c10::intrusive_ptr<SpmdWork> work);
-  // Waits until every work added so far is settled, at most `timeout`; false if it ran out.
-  bool drain(std::chrono::milliseconds timeout);
+  // Settles everything queued, then ends the thread.
+  void stop();
 
  private:
   void loop();
 
   std::mutex m_;
   std::condition_variable cv_;
-  std::condition_variable idle_cv_;
   std::deque<c10::intrusive_ptr<SpmdWork>> works_;
-  bool busy_ = false;  // settling one (popped) work
   bool stopping_ = false;
   std::thread thread_;  // last: starts after everything it uses exists
 };

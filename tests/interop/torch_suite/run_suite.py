@@ -46,6 +46,8 @@ def parse_args():
     p.add_argument("-k", dest="patterns", action="append", default=[],
                    help="run tests whose name contains this substring (repeatable)")
     p.add_argument("--list", action="store_true", help="print the test names and exit")
+    p.add_argument("--require-pass", action="store_true",
+                   help="fail when a test is skipped (for a selection that must run)")
     p.add_argument("--impersonate-gloo", action="store_true",
                    help="run as BACKEND=gloo with every gloo process group made by spmd (see above)")
     p.add_argument("tests", nargs="*", help="exact test names (test_...)")
@@ -154,6 +156,9 @@ def main(args):
     RecordingResult.path = args.results
     suite = unittest.TestSuite(cls(n) for n in names)
     result = unittest.TextTestRunner(verbosity=2, resultclass=RecordingResult).run(suite)
+    if args.require_pass and result.skipped:
+        print("run_suite.py: --require-pass, but skipped: " + ", ".join(t.id().split(".")[-1] for t, _ in result.skipped))
+        return 1
     return 0 if result.wasSuccessful() else 1
 
 
