@@ -18,14 +18,6 @@ namespace {
 std::mutex groups_mutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
 
-bool is_premul(const c10d::ReduceOp& op) { return static_cast<c10d::ReduceOp::RedOpType>(op) == c10d::ReduceOp::PREMUL_SUM; }
-
-// The buffer a reduction runs on: the tensor itself, a contiguous copy, or a pre-scaled copy.
-Staged staged_for(const at::Tensor& t, const c10d::ReduceOp& op, Staged::Use use) {
-  if (is_premul(op)) return Staged(t, premultiplied(t, op), use);
-  return Staged(t, use);
-}
-
 }  // namespace
 
 c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::get()); }
@@ -108,7 +100,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce(std::vector<at::Tenso
   const std::string what = "all_reduce";
   const at::Tensor& t = single(tensors, what);
   Reduction r = reduction_for(t, opts.reduceOp, what);
-  Staged s = staged_for(t, opts.reduceOp, Staged::InOut);
+  Staged s = staged_for_reduction(t, opts.reduceOp, Staged::InOut);
   Work op = group_->all_reduce_async(s.view(r.wire), r.op);
   return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE, "spmd:all_reduce", tensors, tensors,
                                        [s] { s.copy_back(); }));
@@ -151,7 +143,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce(std::vector<at::Tensor>&
   int root = spmd_rank(opts.rootRank, "root", what);
   Reduction r = reduction_for(t, opts.reduceOp, what);
   // Only the root's tensor receives the result; the others are left as they were.
-  Staged s = staged_for(t, opts.reduceOp, getRank() == opts.rootRank ? Staged::InOut : Staged::Input);
+  Staged s = staged_for_reduction(t, opts.reduceOp, getRank() == opts.rootRank ? Staged::InOut : Staged::Input);
   Work op = group_->reduce_async(s.view(r.wire), root, r.op);
   return launch(std::move(op),
                 work_spec(c10d::OpType::REDUCE, "spmd:reduce", tensors, tensors, [s] { s.copy_back(); }));

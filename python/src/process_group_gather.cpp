@@ -199,8 +199,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce_scatter(std::vector<at::
   Reduction r = reduction_for(out, opts.reduceOp, what);
   Staged staged_out(out, Staged::Output);
   std::vector<Staged> ins = stage_blocks(in_list, out, getSize(), Staged::Input, what, "inputs");
-  if (static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::PREMUL_SUM)
-    for (Staged& s : ins) s = Staged(s.tensor(), premultiplied(s.tensor(), opts.reduceOp), Staged::Input);
+  if (is_premul(opts.reduceOp))
+    for (Staged& s : ins) s = staged_for_reduction(s.tensor(), opts.reduceOp, Staged::Input);
   Work op = group_->reduce_scatter_async(staged_out.view(r.wire), views(ins, r.wire), r.op);
   return launch(std::move(op), work_spec(c10d::OpType::REDUCE_SCATTER, "spmd:reduce_scatter", in_list,
                                        c10::IValue(outputs), tensor_list_type(),
@@ -213,9 +213,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::_reduce_scatter_base(at::Tensor
   check_whole(input, "input", output, "output", getSize(), what);
   Reduction r_out = reduction_for(output, opts.reduceOp, what), r_in = reduction_for(input, opts.reduceOp, what);
   Staged out(output, Staged::Output);
-  Staged in = static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::PREMUL_SUM
-                  ? Staged(input, premultiplied(input, opts.reduceOp), Staged::Input)
-                  : Staged(input, Staged::Input);
+  Staged in = staged_for_reduction(input, opts.reduceOp, Staged::Input);
   Work op = group_->reduce_scatter_from_async(out.view(r_out.wire), in.view(r_in.wire), r_out.op);
   return launch(std::move(op), work_spec(c10d::OpType::_REDUCE_SCATTER_BASE, "spmd:reduce_scatter_tensor", {input},
                                        c10::IValue(std::vector<at::Tensor>{output}), tensor_list_type(),

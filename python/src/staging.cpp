@@ -120,6 +120,15 @@ at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op) {
   return t.mul(f.to(at::kCPU)).contiguous();
 }
 
+bool is_premul(const c10d::ReduceOp& op) {
+  return static_cast<c10d::ReduceOp::RedOpType>(op) == c10d::ReduceOp::PREMUL_SUM;
+}
+
+Staged staged_for_reduction(const at::Tensor& t, const c10d::ReduceOp& op, Staged::Use use) {
+  if (is_premul(op)) return Staged(t, premultiplied(t, op), use);
+  return Staged(t, use);
+}
+
 Staged::Staged(const at::Tensor& t, Use use) : tensor_(t) {
   if (t.is_contiguous()) {
     buffer_ = t;

@@ -34,6 +34,7 @@ Reduction reduction_for(const at::Tensor& t, const c10d::ReduceOp& op, const std
 
 // PREMUL_SUM's factor applied to a copy of `t` (a scalar or a one-element tensor).
 at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op);
+bool is_premul(const c10d::ReduceOp& op);
 
 // One tensor of a call with the contiguous buffer spmd reads and writes. When the tensor is
 // contiguous the buffer is the tensor itself; otherwise (or for PREMUL_SUM) it is a copy, and
@@ -55,6 +56,10 @@ class Staged {
   at::Tensor buffer_;
   bool copy_back_ = false;
 };
+
+// The buffer a reduction of `t` runs on: the tensor itself, a contiguous copy, or (PREMUL_SUM)
+// a pre-scaled copy.
+Staged staged_for_reduction(const at::Tensor& t, const c10d::ReduceOp& op, Staged::Use use);
 
 // Checks common to every tensor argument: defined, CPU, strided (dense). Raises
 // spmd::Error(InvalidArgument) naming the call and the argument.

@@ -179,6 +179,18 @@ def test_reduce_scatter_all_to_all(rank, world):
     out = torch.empty(6)
     dist.reduce_scatter(out, ins, op=dist.ReduceOp.SUM)
     check("reduce_scatter", out, sum(values(q) + rank for q in range(world)))
+    ins = [values(rank) + r for r in range(world)]
+    dist.reduce_scatter(out, ins, op=dist._make_nccl_premul_sum(2.0))
+    check("reduce_scatter PREMUL_SUM", out, sum(2 * (values(q) + rank) for q in range(world)))
+    flat = torch.cat([values(rank, 4, torch.float64) + r for r in range(world)])
+    out = torch.empty(4, dtype=torch.float64)
+    dist.reduce_scatter_tensor(out, flat, op=dist.ReduceOp.AVG)
+    check("reduce_scatter_tensor AVG", out, sum(values(q, 4, torch.float64) + rank for q in range(world)) / world,
+          approx=True)
+    t = values(rank, dtype=torch.float64)
+    dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum([torch.tensor([3.0], dtype=torch.float64)]))
+    if rank == 0:
+        check("reduce PREMUL_SUM (tensor factor)", t, sum(3 * values(q, dtype=torch.float64) for q in range(world)))
     big = torch.cat([values(rank, 4, torch.int64) * (r + 1) for r in range(world)])
     out = torch.empty(4, dtype=torch.int64)
     dist.reduce_scatter_tensor(out, big, op=dist.ReduceOp.MAX)
