@@ -14,8 +14,9 @@ skip as the suite decides.
 
 --impersonate-gloo runs the suite as BACKEND "gloo" — every decision the suite makes by
 name (skips, expected behaviour) is gloo's — but each process group torch creates for "gloo"
-is spmd_torch.ProcessGroupSpmd: the way to run the gloo-only tests on spmd. Tests that check
-gloo's own error texts or class fail there by construction. shard_py311_fix.py works around a Python 3.11 incompatibility of
+is spmd_torch.ProcessGroupSpmd: the way to run the gloo-only tests on spmd (profiler event
+names, which are spmd's, are not checked). Tests that check gloo's own error texts or class
+fail there by construction. shard_py311_fix.py works around a Python 3.11 incompatibility of
 torch 1.13 that breaks every DDP test for every backend. --results appends one JSON line per test: name, outcome
 (passed/failed/skipped) and the reason or the first line of the error.
 """
@@ -95,6 +96,9 @@ if IMPERSONATE_GLOO:
     import torch.distributed.distributed_c10d as _c10d
 
     _c10d.ProcessGroupGloo = spmd_torch.ProcessGroupSpmd  # what init_process_group/new_group build for "gloo"
+    # The profiler events are spmd's ("spmd:all_reduce"), not gloo's: do not look for gloo's.
+    for backends in (distributed_test.PROFILING_SUPPORTED_BACKENDS, distributed_test.SEND_RECV_PROFILING_SUPPORTED_BACKENDS):
+        backends.remove("gloo")
 
 
 class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
