@@ -1,5 +1,6 @@
-# `cmake --install` puts the headers, the library, spmdConfig.cmake (target spmd::spmd),
-# spmdrun and a pkg-config file.
+# `cmake --install` puts the headers, the library, spmdConfig.cmake (target spmd::spmd, and
+# spmd::spmd_torch when the LibTorch adapter was built), spmdrun, a pkg-config file and (when
+# built) the Python module spmd_torch (python/CMakeLists.txt).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS spmd EXPORT spmdTargets
@@ -9,6 +10,12 @@ install(TARGETS spmd EXPORT spmdTargets
 install(DIRECTORY include/spmd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${CMAKE_BINARY_DIR}/include/spmd/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/spmd)
 install(EXPORT spmdTargets NAMESPACE spmd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
+# The LibTorch adapter in an export set of its own: spmdConfig.cmake loads it only where
+# find_package(Torch) succeeds, so consumers without LibTorch still get spmd::spmd.
+if(TARGET spmd_torch)
+  install(TARGETS spmd_torch EXPORT spmdTorchTargets)
+  install(EXPORT spmdTorchTargets NAMESPACE spmd:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)
+endif()
 
 configure_package_config_file(cmake/spmdConfig.cmake.in ${CMAKE_BINARY_DIR}/spmdConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/spmd)

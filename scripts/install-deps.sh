@@ -8,8 +8,9 @@ set -euo pipefail
 core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
 # Tests: the libFuzzer runtime for the store's frame-parser fuzz target; ip/ps for the
 # multi-node (network namespace) and no-orphan tests; PyTorch for interop tests; LibTorch
-# (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter.
-tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev)
+# (+ Gloo headers that its c10d headers include) for the LibTorch DDP adapter; pybind11 and
+# Python's headers for the torch.distributed backend module spmd_torch (python/).
+tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev pybind11-dev python3-dev)
 # The emulated cluster (tests/multinode): ping to check its links, a real ssh for head-node
 # mode, Slurm's controller, node daemon and srun/sbatch (AuthType=auth/none: no munge needed).
 tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client)

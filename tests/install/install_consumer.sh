@@ -7,10 +7,20 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 test -f "$tmp/prefix/include/spmd/spmd.hpp"
 test -f "$tmp/prefix/lib/cmake/spmd/spmdConfig.cmake"
-cmake -S "$src" -B "$tmp/b" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+# With the LibTorch adapter installed, find_package(spmd COMPONENTS torch) must give spmd::spmd_torch.
+torch=OFF
+[ -f "$tmp/prefix/lib/cmake/spmd/spmdTorchTargets.cmake" ] && torch=ON
+cmake -S "$src" -B "$tmp/b" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" -DSPMD_CONSUMER_TORCH=$torch >/dev/null
 cmake --build "$tmp/b" >/dev/null
 "$tmp/b/consumer"
+[ $torch = OFF ] || "$tmp/b/consumer_torch"
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 g++ "$src/main.cpp" -o "$tmp/pc_consumer" $(pkg-config --cflags --libs spmd)
 "$tmp/pc_consumer"
-echo "install_consumer: find_package and pkg-config consumers built and ran"
+# The Python module lands in the prefix's site-packages and registers the backend from there.
+module=$(find "$tmp/prefix" -name 'spmd_torch*.so' | head -1)
+if [ -n "$module" ]; then
+  PYTHONPATH=$(dirname "$module") /usr/bin/python3 -c \
+    "import spmd_torch, torch.distributed as d; assert d.Backend('spmd') == 'spmd'; print('spmd_torch', spmd_torch.__version__, 'imports from', spmd_torch.__file__)"
+fi
+echo "install_consumer: find_package (LibTorch adapter: $torch) and pkg-config consumers built and ran"

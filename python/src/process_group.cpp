@@ -1,0 +1,239 @@
+// ProcessGroupSpmd: the group itself, reductions, broadcast, barriers and point to point.
+// The gathers, scatters and all_to_all are in process_group_gather.cpp.
+#include "process_group.hpp"
+
+#include <ATen/core/jit_type.h>
+
+#include <mutex>
+
+#include "gil.hpp"
+#include "spmd/error.hpp"
+#include "torch_store.hpp"
+
+namespace spmd::torch_dist {
+
+namespace {
+
+// The groups created so far, for stop_all_group_threads().
+std::mutex groups_mutex;
+std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
+
+}  // namespace
+
+c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::get()); }
+c10::TypePtr tensor_lists_type() { return c10::ListType::create(tensor_list_type()); }
+
+SpmdWork::Spec work_spec(c10d::OpType type, const char* title, const std::vector<at::Tensor>& inputs,
+                         c10::IValue result, c10::TypePtr result_type, std::function<void()> finish) {
+  SpmdWork::Spec s;
+  s.type = type;
+  s.profiling_title = title;
+  s.inputs = inputs;
+  s.result = std::move(result);
+  s.result_type = std::move(result_type);
+  s.finish = std::move(finish);
+  return s;
+}
+
+SpmdWork::Spec work_spec(c10d::OpType type, const char* title, const std::vector<at::Tensor>& inputs,
+                         const std::vector<at::Tensor>& outputs, std::function<void()> finish) {
+  return work_spec(type, title, inputs, c10::IValue(outputs), tensor_list_type(), std::move(finish));
+}
+
+ProcessGroupSpmd::ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size),
+      group_(spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, GroupOptions{timeout})),
+      callbacks_(std::make_shared<CallbackPool>()),
+      settler_(std::make_unique<Settler>()) {
+  init();
+}
+
+c10::intrusive_ptr<ProcessGroupSpmd> ProcessGroupSpmd::create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                              int size, std::chrono::milliseconds timeout) {
+  auto pg = c10::make_intrusive<ProcessGroupSpmd>(store, rank, size, timeout);
+  std::lock_guard<std::mutex> g(groups_mutex);
+  std::erase_if(groups, [](const auto& w) { return w.expired(); });
+  groups.emplace_back(pg);
+  return pg;
+}
+
+ProcessGroupSpmd::~ProcessGroupSpmd() {
+  WithoutGil no_gil;  // pending operations finish (or time out) first; their callbacks may need it
+  stop_threads();
+  group_.reset();
+}
+
+void ProcessGroupSpmd::stop_threads() {
+  settler_->stop();
+  callbacks_->shutdown();
+}
+
+void stop_all_group_threads() {
+  std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> all;
+  {
+    std::lock_guard<std::mutex> g(groups_mutex);
+    all = groups;
+  }
+  for (auto& weak : all)
+    if (auto pg = weak.lock()) pg->stop_threads();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::launch(Work op, SpmdWork::Spec spec) {
+  if (!c10d::isP2POp(spec.type)) ++collectives_;
+  auto work = c10::make_intrusive<SpmdWork>(getRank(), std::move(op), std::move(spec), callbacks_);
+  settler_->add(work);
+  return work;
+}
+
+int ProcessGroupSpmd::spmd_rank(int64_t group_rank, const char* role, const std::string& what) const {
+  if (group_rank < 0 || group_rank >= getSize())
+    raise(ErrorKind::InvalidArgument, what + ": " + role + " " + std::to_string(group_rank) +
+                                          " is not a rank of this group (0.." + std::to_string(getSize() - 1) + ")");
+  return get_global_rank(*group_, static_cast<int>(group_rank));
+}
+
+uint64_t ProcessGroupSpmd::getSequenceNumberForGroup() { return collectives_.load(); }
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  const std::string what = "all_reduce";
+  const at::Tensor& t = single(tensors, what);
+  Reduction r = reduction_for(t, opts.reduceOp, what);
+  Staged s = staged_for_reduction(t, opts.reduceOp, Staged::InOut);
+  Work op = group_->all_reduce_async(s.view(r.wire), r.op);
+  return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE, "spmd:all_reduce", tensors, tensors,
+                                       [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+  const std::string what = "all_reduce_coalesced";
+  if (tensors.empty()) raise(ErrorKind::InvalidArgument, what + ": no tensors given");
+  std::vector<at::Tensor> flat;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    check_tensor(tensors[i], what, "tensors[" + std::to_string(i) + "]");
+    if (tensors[i].scalar_type() != tensors[0].scalar_type())
+      raise(ErrorKind::InvalidArgument, what + ": tensors[" + std::to_string(i) + "] is " +
+                                            c10::toString(tensors[i].scalar_type()) + " but tensors[0] is " +
+                                            c10::toString(tensors[0].scalar_type()) + " (one dtype per call)");
+    flat.push_back(tensors[i].reshape({-1}));
+  }
+  // One reduction over the concatenation, then each tensor takes its slice back.
+  at::Tensor joined = at::cat(flat);
+  Reduction r = reduction_for(joined, opts.reduceOp, what);
+  at::Tensor buffer = is_premul(opts.reduceOp) ? premultiplied(joined, opts.reduceOp) : joined;
+  Work op = group_->all_reduce_async(TensorView(buffer.data_ptr(), r.wire.count, r.wire.dtype), r.op);
+  auto finish = [tensors, buffer] {
+    int64_t offset = 0;
+    for (const at::Tensor& t : tensors) {
+      t.copy_(buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  };
+  return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE_COALESCED, "spmd:all_reduce", tensors,
+                                       tensors, std::move(finish)));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  const std::string what = "reduce";
+  const at::Tensor& t = single(tensors, what);
+  if (opts.rootTensor != 0) raise(ErrorKind::InvalidArgument, what + ": rootTensor must be 0 (one tensor per rank)");
+  int root = spmd_rank(opts.rootRank, "root", what);
+  Reduction r = reduction_for(t, opts.reduceOp, what);
+  // Only the root's tensor receives the result; the others are left as they were.
+  Staged s = staged_for_reduction(t, opts.reduceOp, getRank() == opts.rootRank ? Staged::InOut : Staged::Input);
+  Work op = group_->reduce_async(s.view(r.wire), root, r.op);
+  return launch(std::move(op),
+                work_spec(c10d::OpType::REDUCE, "spmd:reduce", tensors, tensors, [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  const std::string what = "broadcast";
+  const at::Tensor& t = single(tensors, what);
+  if (opts.rootTensor != 0)
+    raise(ErrorKind::InvalidArgument, what + ": rootTensor must be 0 (one tensor per rank)");
+  int root = spmd_rank(opts.rootRank, "root", what);
+  Staged s(t, getRank() == opts.rootRank ? Staged::Input : Staged::Output);
+  Work op = group_->broadcast_async(s.view(movement_wire(t)), root);
+  return launch(std::move(op),
+                work_spec(c10d::OpType::BROADCAST, "spmd:broadcast", tensors, tensors, [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::barrier(const c10d::BarrierOptions& /*opts*/) {
+  return launch(group_->barrier_async(), work_spec(c10d::OpType::BARRIER, "spmd:barrier", {}, {}));
+}
+
+void ProcessGroupSpmd::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  std::optional<std::chrono::milliseconds> timeout;
+  if (opts.timeout != c10d::kUnsetTimeout) timeout = opts.timeout;
+  group_->monitored_barrier(timeout, wait_all_ranks);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  const std::string what = "send";
+  const at::Tensor& t = single(tensors, what);
+  Staged s(t, Staged::Input);
+  return point_to_point({P2POp::Send, s.view(movement_wire(t)), spmd_rank(dst, "destination", what), tag},
+                        work_spec(c10d::OpType::SEND, "spmd:send", tensors, tensors, [s] {}));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  const std::string what = "recv";
+  const at::Tensor& t = single(tensors, what);
+  Staged s(t, Staged::Output);
+  return point_to_point({P2POp::Recv, s.view(movement_wire(t)), spmd_rank(src, "source", what), tag},
+                        work_spec(c10d::OpType::RECV, "spmd:recv", tensors, tensors, [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  const std::string what = "recv (any source)";
+  const at::Tensor& t = single(tensors, what);
+  Staged s(t, Staged::Output);
+  return point_to_point({P2POp::Recv, s.view(movement_wire(t)), -1, tag},
+                        work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", tensors, tensors,
+                                  [s] { s.copy_back(); }));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::point_to_point(P2POp op, SpmdWork::Spec spec) {
+  {
+    std::lock_guard<std::mutex> g(coalescing_mutex_);
+    if (coalescing_) {
+      if (op.kind == P2POp::Recv && op.peer == -1)
+        raise(ErrorKind::InvalidArgument, "batch_isend_irecv: every receive needs a source rank");
+      auto work = c10::make_intrusive<SpmdWork>(getRank(), Work{}, std::move(spec), callbacks_);
+      collected_.push_back({op, work});
+      return work;
+    }
+  }
+  Work w = op.kind == P2POp::Send ? group_->send_async(op.tensor, op.peer, op.tag)
+                                  : group_->recv_async(op.tensor, op.peer, op.tag);
+  return launch(std::move(w), std::move(spec));
+}
+
+void ProcessGroupSpmd::startCoalescing() {
+  std::lock_guard<std::mutex> g(coalescing_mutex_);
+  if (coalescing_) raise(ErrorKind::InvalidArgument, "batch_isend_irecv: a batch is already being collected");
+  coalescing_ = true;
+}
+
+void ProcessGroupSpmd::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /*works*/) {
+  std::vector<Collected> batch;
+  {
+    std::lock_guard<std::mutex> g(coalescing_mutex_);
+    coalescing_ = false;
+    batch.swap(collected_);
+  }
+  if (batch.empty()) return;
+  std::vector<P2POp> ops;
+  for (const Collected& c : batch) ops.push_back(c.op);
+  std::vector<Work> issued = group_->batch_isend_irecv(ops);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i].work->start(std::move(issued[i]));
+    settler_->add(batch[i].work);
+  }
+}
+
+}  // namespace spmd::torch_dist

@@ -1,0 +1,46 @@
+#include "settler.hpp"
+
+#include "gil.hpp"
+
+namespace spmd::torch_dist {
+
+Settler::Settler() : thread_([this] { loop(); }) {}
+
+void Settler::stop() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  WithoutGil no_gil;  // settling may free tensors whose Python objects need the GIL
+  if (thread_.joinable()) thread_.join();
+}
+
+void Settler::add(c10::intrusive_ptr<SpmdWork> work) {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    if (!stopping_) {
+      works_.push_back(std::move(work));
+      cv_.notify_one();
+      return;
+    }
+  }
+  WithoutGil no_gil;
+  work->settle();
+}
+
+void Settler::loop() {
+  std::unique_lock<std::mutex> lock(m_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !works_.empty(); });
+    if (works_.empty()) return;
+    c10::intrusive_ptr<SpmdWork> work = std::move(works_.front());
+    works_.pop_front();
+    lock.unlock();
+    work->settle();  // without a timeout it does not throw: errors go into the work
+    work.reset();
+    lock.lock();
+  }
+}
+
+}  // namespace spmd::torch_dist

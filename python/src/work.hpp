@@ -1,0 +1,67 @@
+// SpmdWork: the c10d::Work torch.distributed gets back from the spmd backend. It holds the
+// spmd::Work of the operation, the staging buffers it reads and writes, and a torch future.
+// settle() — called once the operation finished, by whoever gets there first (the group's
+// settler thread or a caller of wait()) — copies results into the caller's tensors, marks the
+// work complete and completes the future (on the CallbackPool when anyone holds the future,
+// since completing it runs their callbacks).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "callback_pool.hpp"
+#include "spmd/work.hpp"
+
+namespace spmd::torch_dist {
+
+class SpmdWork : public c10d::Work {
+ public:
+  struct Spec {
+    c10d::OpType type = c10d::OpType::UNKNOWN;
+    // "spmd:all_reduce", ...: the names torch's profiler tests expect of a backend (the
+    // coalesced forms are recorded as their plain collective, as gloo records them).
+    const char* profiling_title = nullptr;
+    std::vector<at::Tensor> inputs;         // for the profiler's record of shapes (gloo's choice: a
+                                            // receive records the tensor it fills)
+    c10::IValue result;                     // the future's value (the output tensors)
+    c10::TypePtr result_type;
+    std::function<void()> finish;           // after success: copy results back (may be empty)
+  };
+  // `op` may be empty (a send/recv collected for a batch); start() gives it later.
+  SpmdWork(int rank, spmd::Work op, Spec spec, std::shared_ptr<CallbackPool> callbacks);
+  ~SpmdWork() override;
+  void start(spmd::Work op);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  int sourceRank() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override {}
+  // timeout 0 (kNoTimeout) waits until the operation ends (spmd's own deadline bounds it).
+  bool wait(std::chrono::milliseconds timeout) override;
+  void abort() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  // Waits for the operation (at most `timeout`), then settles the work once. Throws only when
+  // the timeout passed first.
+  void settle(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+ private:
+  spmd::Work op_;
+  Spec spec_;
+  std::shared_ptr<CallbackPool> callbacks_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::mutex settle_mutex_;
+  bool settled_ = false;          // under settle_mutex_
+  bool future_handed_out_ = false;  // under settle_mutex_
+};
+
+}  // namespace spmd::torch_dist

@@ -1,0 +1,49 @@
+# Process groups through their life: init, destroy and init again in the same processes (new
+# stores, new spmd groups), subgroups destroyed on their own, Work objects used after their group
+# is gone, and an exit with async operations and future callbacks still in flight and no
+# destroy_process_group() (the module settles them before the interpreter finalizes).
+# Run under spmdrun with 2-4 processes: spmdrun --nproc-per-node 2 lifecycle.py
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+import spmd_torch  # noqa: F401
+
+
+def world_sum(n):
+    return float(sum(range(n)))
+
+
+def main():
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    for generation in range(2):
+        # A fresh file store per generation: re-initialising over env:// reuses rank 0's port,
+        # which torch itself cannot do reliably (peers may reach the old store).
+        path = os.path.join(tempfile.gettempdir(), f"spmd_torch_lifecycle_{os.environ['MASTER_PORT']}_{generation}")
+        dist.init_process_group("spmd", init_method="file://" + path, rank=rank, world_size=world)
+        sub = dist.new_group(list(range(world)))
+        t = torch.tensor([float(rank)])
+        dist.all_reduce(t, group=sub)
+        assert t.item() == world_sum(world), (generation, t)
+        dist.destroy_process_group(sub)
+        t = torch.tensor([float(rank)])
+        work = dist.all_reduce(t, async_op=True)
+        dist.destroy_process_group()
+        work.wait()  # the group is gone; the finished work still answers
+        assert work.is_completed() and t.item() == world_sum(world), (generation, t)
+    dist.init_process_group("spmd", init_method="env://")
+    t = torch.ones(1 << 16)
+    works = [dist.all_reduce(t, async_op=True) for _ in range(16)]
+    seen = []
+    for w in works[:8]:
+        w.get_future().then(lambda f: seen.append(f.value()[0][0].item()))
+    print(f"rank {rank}: exiting with {sum(not w.is_completed() for w in works)} operations in flight")
+    sys.stdout.flush()
+    # no destroy_process_group(): interpreter exit must still be clean
+
+
+if __name__ == "__main__":
+    main()
