@@ -1,6 +1,7 @@
 // The backend registry: a backend is one folder under src/backends/ and one row here.
 #include "backends/backend.hpp"
 #include "backends/backend_spec.hpp"
+#include "common/log.hpp"
 
 namespace spmd {
 
@@ -37,6 +38,10 @@ std::unique_ptr<Backend> make_one(const std::string& name, const BackendConfig& 
   if (b.available && !b.available(&why))
     raise(ErrorKind::InvalidArgument, "backend \"" + name + "\" cannot be used in this process: " + why +
                                           "; the usable ones are: " + listing());
+  // Only spmd's own algorithms fold floats in rank order; a vendor library picks its own order.
+  if (config.deterministic && name != "native")
+    SPMD_LOG(Warn) << "group " << config.prefix << ": SPMD_DETERMINISTIC / GroupOptions::deterministic is not honoured "
+                   << "by backend \"" << name << "\" (its library chooses the reduction order)";
   return b.make(config);
 }
 
