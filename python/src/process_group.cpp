@@ -166,10 +166,45 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::barrier(const c10d::BarrierOpti
   return launch(group_->barrier_async(), work_spec(c10d::OpType::BARRIER, "spmd:barrier", {}, {}));
 }
 
+namespace {
+
+// torch's monitored_barrier (gloo's) words its failures in a way scripts and torch's own tests
+// match on; spmd's message follows in parentheses. `spmd_text` is "monitored_barrier: rank(s)
+// A, B did not reach the barrier within T s (group G)" on the monitor.
+std::string torch_monitored_barrier_text(int group_rank, int64_t timeout_ms, const std::string& spmd_text) {
+  if (group_rank != 0)
+    return "Rank " + std::to_string(group_rank) +
+           " successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank 0 (" +
+           spmd_text + ")";
+  if (timeout_ms == 0) return "[Rank 0]: Rank 0 timed out in monitoredBarrier after 0 ms (" + spmd_text + ")";
+  std::string ranks;
+  size_t at = spmd_text.find("rank");
+  size_t end = spmd_text.find(" did not reach");
+  if (at != std::string::npos && end != std::string::npos && at < end) {
+    size_t from = spmd_text.find(' ', at);
+    ranks = spmd_text.substr(from + 1, end - from - 1);
+  }
+  if (ranks.empty()) return "[Rank 0]: " + spmd_text;
+  bool several = ranks.find(',') != std::string::npos;
+  return std::string("[Rank 0]: ") + (several ? "Ranks " : "Rank ") + ranks + " failed to pass monitoredBarrier in " +
+         std::to_string(timeout_ms) + " ms (" + spmd_text + ")";
+}
+
+}  // namespace
+
 void ProcessGroupSpmd::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   std::optional<std::chrono::milliseconds> timeout;
   if (opts.timeout != c10d::kUnsetTimeout) timeout = opts.timeout;
-  group_->monitored_barrier(timeout, wait_all_ranks);
+  try {
+    group_->monitored_barrier(timeout, wait_all_ranks);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Timeout) throw;
+    std::string text = e.what();
+    if (size_t colon = text.find(": "); text.rfind("spmd ", 0) == 0 && colon != std::string::npos)
+      text = text.substr(colon + 2);
+    int64_t ms = timeout ? timeout->count() : -1;
+    raise(ErrorKind::Timeout, torch_monitored_barrier_text(getRank(), ms, text));
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::send(std::vector<at::Tensor>& tensors, int dst, int tag) {

@@ -1,5 +1,6 @@
 #include "collectives/select.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -138,8 +139,8 @@ struct Tables {
   std::vector<Entry> defaults[kCollectiveCount];
 };
 
-std::mutex g_mutex;
-Tables* g_tables = nullptr;
+std::mutex g_mutex;                    // creating or replacing the tables
+std::atomic<Tables*> g_tables{nullptr};  // read on every call without the lock
 // Tables replaced by set_algorithm_override stay alive: a rank thread may still hold a
 // reference returned by tables() (tests switch settings between worlds; a few bytes each).
 std::vector<std::unique_ptr<Tables>> g_retired;
@@ -159,9 +160,11 @@ Tables* make_tables(const std::string& override_spec) {
 }
 
 Tables& tables() {
+  if (Tables* t = g_tables.load(std::memory_order_acquire)) return *t;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_tables) g_tables = make_tables(env::get("SPMD_ALGO").value_or(""));
-  return *g_tables;
+  if (!g_tables.load(std::memory_order_relaxed))
+    g_tables.store(make_tables(env::get("SPMD_ALGO").value_or("")), std::memory_order_release);
+  return *g_tables.load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -192,8 +195,8 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
 void set_algorithm_override(const std::string& spec) {
   Tables* fresh = make_tables(spec);
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_tables) g_retired.emplace_back(g_tables);
-  g_tables = fresh;
+  if (Tables* old = g_tables.load(std::memory_order_relaxed)) g_retired.emplace_back(old);
+  g_tables.store(fresh, std::memory_order_release);
 }
 
 std::string algorithm_override() { return tables().override_text; }

@@ -98,7 +98,16 @@ rc=$?
 # What still runs in the nodes' namespaces, sshd (and its session processes) aside.
 job_procs() { for i in 0 1 2; do ip netns pids "$(mn_ns $i)"; done | xargs -r ps -o pid=,args= -p | grep -v sshd; }
 gone() { [[ -z $(job_procs) ]]; }
-wait_until 20 gone || fail "processes left after SIGTERM to the head: $(job_procs)"
+# Where a leftover process is stuck (for a failure that only shows on a loaded machine).
+stacks() {
+  local pid
+  for pid in $(job_procs | awk '{print $1}'); do
+    echo "== $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-80)"
+    command -v gdb >/dev/null && timeout 20 gdb -p "$pid" -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^#|^Thread'
+  done
+}
+wait_until 20 gone || fail "processes left after SIGTERM to the head: $(job_procs)
+$(stacks)"
 echo "ok: SIGTERM to the head (exit $rc) stopped every remote launcher and worker"
 passed=$((passed + 1))
 

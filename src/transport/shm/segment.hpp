@@ -3,8 +3,8 @@
 // Layout (every field that one rank writes and others poll sits in a cache line of its own, so
 // a rank spinning on a peer's flag never slows the peer's writes to its own):
 //   SegmentHeader                     setup barriers, the abort record
-//   RankLines[ranks]                  per rank: arrive, step, doorbell (futex) + sleeping,
-//                                     identity (pid, remote-memory token), call records
+//   RankLines[ranks]                  per rank: posted call records (arrival), step,
+//                                     doorbell (futex) + sleeping, identity (pid, token)
 //   slots[ranks][2]                   per rank and epoch parity: kSlotBytes of data
 //   PipeLines[ranks*ranks] + rings    one single-producer/single-consumer byte pipe per
 //                                     ordered pair (point to point, and steps of TCP-style
@@ -31,7 +31,6 @@ constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the 
 
 // One rank's call in one epoch: compared by every other local rank.
 struct Record {
-  uint64_t epoch = 0;
   uint64_t seq = 0;        // the call's number in its group
   uint64_t count = 0;
   int32_t root = -1;
@@ -41,6 +40,15 @@ struct Record {
   uint64_t address = 0;    // the rank's buffer, for remote-memory algorithms
   uint64_t bytes = 0;      // bytes this rank contributes (sizes that differ by rank)
 };
+
+// A rank's arrival in an epoch and its call, in one cache line: `epoch` is stored last
+// (release), so a peer that sees it reads the record from the line it has just fetched — the
+// agreement costs no cache miss beyond the arrival flag every algorithm needs.
+struct alignas(64) PostedRecord {
+  std::atomic<uint64_t> epoch{0};
+  Record call;
+};
+static_assert(sizeof(PostedRecord) == 64, "a posted record is one cache line");
 
 struct SegmentHeader {
   uint32_t magic = 0;
@@ -54,7 +62,7 @@ struct SegmentHeader {
 };
 
 struct RankLines {
-  alignas(kLine) std::atomic<uint64_t> arrive{0};  // last epoch whose record this rank posted
+  PostedRecord posted[2];  // by epoch parity: arrival + call record
   alignas(kLine) std::atomic<uint64_t> step{0};    // (epoch << 16) | step within the epoch
   alignas(kLine) std::atomic<uint32_t> doorbell{0};  // futex word this rank sleeps on
   std::atomic<uint32_t> sleeping{0};                 // 1 while it may be asleep on it
@@ -64,7 +72,6 @@ struct RankLines {
   uint32_t remote_ok = 0;  // set-up: 1 when this rank can reach every peer's memory
   uint64_t token_address = 0;
   uint64_t nonce = 0;
-  alignas(kLine) Record record[2];  // by epoch parity
 };
 
 struct PipeLines {

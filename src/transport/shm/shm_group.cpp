@@ -44,7 +44,7 @@ CallSignature signature_of(const Record& r) {
 }
 
 bool same_call(const Record& a, const Record& b) {
-  return a.epoch == b.epoch && a.seq == b.seq && a.count == b.count && a.root == b.root &&
+  return a.seq == b.seq && a.count == b.count && a.root == b.root &&
          a.collective == b.collective && a.dtype == b.dtype && a.op == b.op && a.p2p == b.p2p && a.algo == b.algo &&
          a.phase == b.phase;
 }
@@ -130,7 +130,9 @@ void ShmGroup::setup_barrier(std::atomic<uint32_t>& counter, const char* what, c
 
 bool ShmGroup::idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start) const {
   ++spins;
-  if ((spins & 63) != 0) {
+  // Spinning reads the clock every 64 rounds; with no spin phase (more local ranks than cores)
+  // the first round already yields: the peer we wait for may need this core.
+  if (spin_.count() > 0 && (spins & 63) != 0) {
     cpu_relax();
     return false;
   }
@@ -159,7 +161,7 @@ void ShmGroup::check_health(const OpContext& op, const Erased& what) const {
   check_peers_alive(op, what);
   if (op.deadline.expired())
     raise(ErrorKind::Timeout, where(op) + ": " + what.missing(what.missing_ctx) + " after " + seconds_text(op.timeout) +
-                                  " s (is that rank stuck, or in another collective? SPMD_TIMEOUT sets the limit)");
+                                  " s (is that rank stuck, or in another collective? the group's timeout (SPMD_TIMEOUT) sets the limit)");
 }
 
 void ShmGroup::check_peers_alive(const OpContext& op, const Erased& what) const {
@@ -201,18 +203,18 @@ uint64_t ShmGroup::begin_epoch(const OpContext& op) {
   check_usable();
   const uint64_t e = ++epoch_;
   if (e == 1) return e;
+  // Slot e & 1 held epoch e - 2: every rank must be done with it (have posted e - 1).
   auto ready = [&] {
     for (int q = 0; q < size(); ++q)
-      if (seg_.lines(q).arrive.load(std::memory_order_acquire) < e - 1) return false;
+      if (!arrived(q, e - 1)) return false;
     return true;
   };
-  auto late = [&](int q) { return seg_.lines(q).arrive.load() < e - 1; };
+  auto late = [&](int q) { return !arrived(q, e - 1); };
   wait(ready, op, late, [&] { return ranks_text(ranks_where_impl(size(), late, globals_)) + " did not finish the previous shared-memory call"; });
   return e;
 }
 
 void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine) {
-  mine.epoch = epoch;
   mine.seq = op.p2p ? 0 : op.seq;
   mine.count = op.sig.count;
   mine.root = op.sig.root;
@@ -221,16 +223,16 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
   mine.op = static_cast<uint8_t>(op.sig.op);
   mine.algo = op.sig.algo;
   mine.phase = op.phase;
-  RankLines& l = seg_.lines(me_);
-  l.record[epoch & 1] = mine;
-  l.arrive.store(epoch, std::memory_order_seq_cst);
+  PostedRecord& slot = seg_.lines(me_).posted[epoch & 1];
+  slot.call = mine;
+  slot.epoch.store(epoch, std::memory_order_seq_cst);  // seq_cst: ordered before reading `sleeping`
   notify_all();
   auto ready = [&] {
     for (int q = 0; q < size(); ++q)
-      if (seg_.lines(q).arrive.load(std::memory_order_acquire) < epoch) return false;
+      if (!arrived(q, epoch)) return false;
     return true;
   };
-  auto late = [&](int q) { return seg_.lines(q).arrive.load() < epoch; };
+  auto late = [&](int q) { return !arrived(q, epoch); };
   wait(ready, op, late, [&] {
     auto who = ranks_where_impl(size(), late, globals_);
     return ranks_text(who) + (who.size() == 1 ? " has" : " have") + " not entered this call";

@@ -3,7 +3,7 @@
 //
 // - Epochs. Each use of the segment by a collective is an epoch, numbered alike on every local
 //   rank (they run the same algorithms in the same order). A rank writes its data into its slot
-//   of the epoch's parity, posts its Record (the call's fingerprint) and `arrive = epoch`, then
+//   of the epoch's parity, posts its Record (the call's fingerprint) with the epoch, in one cache line, then
 //   waits for every other rank's arrival and compares records: a call returns normally only if
 //   every local rank made the same call (Mismatch otherwise, on every rank, naming them all).
 //   Slots alternate by parity, so a rank may run one epoch ahead and never overwrites data a
@@ -71,7 +71,11 @@ class ShmGroup {
   // Posts our record of `op` for `epoch` (with the fields the algorithm adds), waits for every
   // local rank's and raises Mismatch unless they all describe the same call.
   void arrive_and_check(uint64_t epoch, const OpContext& op, Record mine);
-  const Record& record(int local, uint64_t epoch) const { return seg_.lines(local).record[epoch & 1]; }
+  const Record& record(int local, uint64_t epoch) const { return seg_.lines(local).posted[epoch & 1].call; }
+  // Whether local rank `local` has posted its record for `epoch` (or a later one).
+  bool arrived(int local, uint64_t epoch) const {
+    return seg_.lines(local).posted[epoch & 1].epoch.load(std::memory_order_acquire) >= epoch;
+  }
   char* slot(int local, uint64_t epoch) const { return seg_.slot(local, epoch); }
   void post_step(uint64_t epoch, int k);
   void wait_step(int local, uint64_t epoch, int k, const OpContext& op);

@@ -102,8 +102,8 @@ void TcpTransport::raise_timeout(std::span<SendPart> sends, std::span<RecvPart> 
                  std::to_string(s.bytes) + " bytes)";
   raise(ErrorKind::Timeout, who() + ": " + call(op) + " timed out after " + seconds_text(op.timeout) + " s, still " +
                                 waiting +
-                                "; that peer is stalled or did not make this call (SPMD_TIMEOUT sets the limit "
-                                "in seconds)");
+                                "; that peer is stalled or did not make this call (the group's timeout (SPMD_TIMEOUT) "
+                                "sets the limit)");
 }
 
 int TcpTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {

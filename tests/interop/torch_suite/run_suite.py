@@ -95,7 +95,18 @@ if BACKEND == "spmd":
 if IMPERSONATE_GLOO:
     import torch.distributed.distributed_c10d as _c10d
 
+    _real_gloo = _c10d.ProcessGroupGloo
     _c10d.ProcessGroupGloo = spmd_torch.ProcessGroupSpmd  # what init_process_group/new_group build for "gloo"
+
+    # Under TORCH_DISTRIBUTED_DEBUG=DETAIL torch wraps a gloo group in a _ProcessGroupWrapper
+    # whose helper (checking that ranks call the same collectives) must be a real gloo group.
+    def _create_process_group_wrapper(wrapped_pg, store_prefix, store, rank, world_size,
+                                      timeout=_c10d.default_pg_timeout):
+        prefix_store = _c10d.PrefixStore(f"{_c10d.PG_WRAPPER_STORE_PREFIX}:{store_prefix}", store)
+        helper = _real_gloo(prefix_store, rank, world_size, timeout=timeout)
+        return _c10d._ProcessGroupWrapper(wrapped_pg, helper)
+
+    _c10d._create_process_group_wrapper = _create_process_group_wrapper
     # The profiler events are spmd's ("spmd:all_reduce"), not gloo's: do not look for gloo's.
     for backends in (distributed_test.PROFILING_SUPPORTED_BACKENDS, distributed_test.SEND_RECV_PROFILING_SUPPORTED_BACKENDS):
         backends.remove("gloo")

@@ -13,7 +13,17 @@ sleep 371 & echo "PID=$!" >&3
 sh -c 'setsid sh -c "echo PID=\$\$ >&3; exec sleep 373" & echo "PID=$$" >&3; exec sleep 372' &
 (sleep 374 & echo "PID=$!" >&3)
 sh -c 'trap "" TERM; echo "PID=$$" >&3; exec sleep 375' &
-for i in 1 2 3 4 5; do read -r line <&3 && echo "$line"; done
+pids=""
+for i in 1 2 3 4 5; do read -r line <&3 && echo "$line" && pids="$pids ${line#PID=}"; done
+# Each reports before it execs its sleep: go on once every one runs `sleep` (the reports name
+# what runs, not a shell about to exec), polling for at most 5 s.
+for p in $pids; do
+  n=0
+  until tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '^sleep' || [ $n -ge 500 ]; do
+    n=$((n + 1))
+    sleep 0.01
+  done
+done
 case "$1" in
   exit0) exit 0 ;;
   fail) [ "$RANK" = "$2" ] && exit 3 ;;
