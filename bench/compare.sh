@@ -63,8 +63,9 @@ usage() {
                  the kernel while they wait (Gloo, torch): "on" keeps the CPUs awake with one
                  nice-19 busy loop per CPU. But Open MPI, oversubscribed, polls with
                  sched_yield() and then yields its CPU to the spinner for a whole time slice
-                 (again ~4 ms). "auto" gives each its better condition: spinners for spmd,
-                 Gloo and torch, none for Open MPI.
+                 (again ~4 ms), and so does spmd's shared memory (it spins, then yields).
+                 "auto" gives each its better condition: spinners for Gloo, torch and
+                 spmd-tcp, none for spmd and Open MPI.
   --out DIR      where raw.log, table.md and busbw.png go (default bench/results/compare-<time>)
   --no-plot      no busbw.png (it needs /usr/bin/python3 with matplotlib)
 EOF
@@ -107,7 +108,7 @@ spin_stop() {
   for p in "${spinners[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   spinners=()
 }
-# spin_for KIND: KIND "blocking" (spmd, Gloo, torch) or "polling" (Open MPI).
+# spin_for KIND: KIND "blocking" (Gloo, torch, spmd-tcp) or "polling" (spmd, Open MPI).
 spin_for() {
   local want=0
   [[ $spin == on || ($spin == auto && $1 == blocking) ]] && want=1
@@ -191,14 +192,16 @@ each_group() {
 for ((rep = 1; rep <= reps; rep++)); do
   for p in $nprocs; do
     echo "rep $rep/$reps, P=$p" >&2
+    # spmd's shared-memory waits spin, then yield (like Open MPI's): no spinners for it.
+    spin_for polling
+    # shellcheck disable=SC2046
+    [[ -x $build/bin/spmd-bench ]] && each_group spmd $(spmd_cmd "$p")
     spin_for blocking
-    if [[ -x $build/bin/spmd-bench ]]; then
+    if have spmd-tcp && [[ -x $build/bin/spmd-bench ]]; then
+      # spmd forced onto TCP 127.0.0.1 (no shared memory, Unix sockets or remote reads): it
+      # waits in poll(), as Gloo does
       # shellcheck disable=SC2046
-      each_group spmd $(spmd_cmd "$p")
-      if have spmd-tcp; then  # spmd forced onto TCP 127.0.0.1: no shared memory, Unix sockets or remote reads
-        # shellcheck disable=SC2046
-        each_group spmd-tcp env SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
-      fi
+      each_group spmd-tcp env SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
     fi
     if have gloo && [[ -x $build/bin/gloo-bench ]]; then
       each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench"

@@ -16,7 +16,7 @@ from compare_table import fmt_size, fmt_time, load  # noqa: E402
 
 
 def main():
-    times, wrong = load(sys.argv[1:])
+    times, wrong, _ = load(sys.argv[1:])
     med = {k: statistics.median(v) for k, v in times.items()}
     goals = []
     for coll in sorted({k[1] for k in med}):

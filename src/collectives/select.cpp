@@ -16,6 +16,25 @@ namespace {
 // The default tables, one spec per collective (the SPMD_ALGO grammar; first applicable match
 // wins, so TCP entries after the shared-memory ones serve groups without a segment).
 //
+// Shared memory: `bench/thresholds.sh --reps 3` (2026-11-23, 2-core VM, machine otherwise
+// idle; medians in µs per call, f32, slowest rank; docs/bench.md has every size):
+//
+//   all_reduce  P=2      1K    4K    16K    64K   256K     1M     4M     16M
+//     shm_flat          0.5   0.9    3.0   11.1   38.7  143.8  583.3  2423.5
+//     shm_rs_ag         0.6   0.8    2.8   10.5   34.8  107.8  442.0  2016.4
+//     shm_cma           3.8   4.5    5.6   11.6   27.7  129.2  477.7  3281.2
+//               P=4
+//     shm_flat          7.6  10.2   18.3   53.6  166.8  393.3   2117    6334
+//     shm_rs_ag         8.7  12.4   15.9   34.2   81.4  199.9    993    5339
+//     shm_cma          18.9  19.0   36.3   60.8  101.5  352.0   2026    9336
+//   -> shm_flat below 4 KiB, then reduce-scatter + all-gather through the slots: every rank
+//      reduces its own slice, and the slots stay in cache (single copy loses from 1 MiB).
+//   broadcast: shm_flat wins at P=4 at almost every size and at P=2 up to 16 KiB and at 16 MiB;
+//     shm_cma at P=2 from 64 KiB to 4 MiB (1 MiB: 78.7 vs 105.8) -> shm_cma in 64K-1M only.
+//   all_gather: shm_flat up to 16 KiB at P=2 and up to 1 MiB at P=4, shm_cma above (P=2 64K:
+//     5.5 vs 6.7; P=4 64K: 37.0 vs 22.4) -> the switch at 256 KiB.
+//   reduce_scatter: shm_flat at every size and P (P=2 16M: 1774 vs 3085).
+//
 // TCP (ranks of one host over Unix sockets + remote reads), measured with spmd-bench on the
 // 2-core development VM, machine shared (each size ran every algorithm in turn, twice; both
 // medians, µs per all_reduce f32, slowest rank):
@@ -43,14 +62,14 @@ struct DefaultSpec {
   const char* spec;
 };
 const DefaultSpec kDefaults[] = {
-    {Collective::AllReduce, "shm_flat:0-64K,shm_rs_ag:64K-1M,shm_cma:1M-,shm_rs_ag,hier,"
+    {Collective::AllReduce, "shm_flat:0-4K,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
-    {Collective::Broadcast, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial:0-16M,chain:16M-"},
+    {Collective::Broadcast, "shm_flat:0-64K,shm_cma:64K-1M,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
-    {Collective::AllGather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
+    {Collective::AllGather, "shm_flat:0-256K,shm_cma:256K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::Scatter, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
-    {Collective::ReduceScatter, "shm_flat:0-256K,shm_cma:256K-,shm_flat,ring"},
+    {Collective::ReduceScatter, "shm_flat,ring"},
     {Collective::AllToAll, "shm_flat:0-64K,shm_cma:64K-,pairwise"},
     {Collective::Barrier, "shm_flat,hier,dissemination"},
 };

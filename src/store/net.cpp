@@ -16,11 +16,6 @@
 
 namespace spmd::net {
 
-std::string endpoint(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
 namespace {
 
 struct AddrInfo {
@@ -55,11 +50,6 @@ bool is_disconnect(int e) {
 }
 
 }  // namespace
-
-void set_nonblocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) raise_errno("fcntl(O_NONBLOCK)");
-}
 
 void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout) {
   int flags = ::fcntl(fd, F_GETFL, 0);

@@ -9,11 +9,12 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
+#include "common/socket_util.hpp"
 
 namespace spmd::net {
 
 // "host:port", with brackets for IPv6 literals.
-std::string endpoint(const std::string& host, uint16_t port);
+inline std::string endpoint(const std::string& host, uint16_t port) { return endpoint_text(host, port); }
 
 // A non-blocking listening socket bound to host:port (port 0 = any free port). A failure
 // raises Error(System) naming the address and suggesting another port or port 0.
@@ -25,7 +26,7 @@ uint16_t local_port(int fd);
 // last failure. The returned socket is non-blocking with TCP_NODELAY.
 Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline);
 
-void set_nonblocking(int fd);
+using spmd::set_nonblocking;
 // Blocking mode with per-operation timeouts (SO_RCVTIMEO/SO_SNDTIMEO): one syscall per
 // receive instead of poll + recv. send_all/recv_* stay correct: a timed-out operation reports
 // EAGAIN, after which they wait on the deadline with poll.

@@ -20,11 +20,6 @@
 
 namespace spmd::tcp {
 
-void set_nonblocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) raise_errno("making a socket non-blocking");
-}
-
 void tune_connection(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -91,11 +86,6 @@ std::string choose_listen_address() {
   if (auto ifname = env::get("SPMD_SOCKET_IFNAME")) return address_of_interface(*ifname);
   if (auto master = env::get("MASTER_ADDR")) return address_routing_to(*master);
   return "127.0.0.1";
-}
-
-std::string format_address(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
 }
 
 bool wait_fd(int fd, short events, const Deadline& deadline) {

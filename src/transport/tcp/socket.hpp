@@ -7,6 +7,7 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
+#include "common/socket_util.hpp"
 
 namespace spmd::tcp {
 
@@ -15,7 +16,7 @@ namespace spmd::tcp {
 // flows without waiting for the receiver's scheduling.
 constexpr int kSocketBufferBytes = 4 << 20;
 
-void set_nonblocking(int fd);
+using spmd::set_nonblocking;
 // TCP_NODELAY (latency of small steps) and large send/receive buffers.
 void tune_connection(int fd);
 
@@ -24,7 +25,7 @@ void tune_connection(int fd);
 std::string choose_listen_address();
 
 // "host:port", with [brackets] for IPv6.
-std::string format_address(const std::string& host, uint16_t port);
+inline std::string format_address(const std::string& host, uint16_t port) { return endpoint_text(host, port); }
 
 // Non-blocking connect with a deadline. On refusal/timeout raises Error(PeerLost/Timeout)
 // whose message starts with `what` (e.g. "connecting to rank 3").
