@@ -1,5 +1,6 @@
 #include "collectives/select.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -78,6 +79,9 @@ struct Entry {
   int collective = -1;  // -1: any collective that has `name`
   std::string name;
   size_t lo = 0, hi = std::numeric_limits<size_t>::max();  // [lo, hi)
+  // `name` looked up once per collective when the table is made (null: that collective has no
+  // such algorithm): select() runs on every call and compares no strings.
+  std::array<const Algorithm*, kCollectiveCount> resolved{};
 };
 
 [[noreturn]] void bad(const std::string& where, const std::string& item, const std::string& why) {
@@ -175,6 +179,13 @@ Tables* make_tables(const std::string& override_spec) {
                                             "; the choices are: " + names_of(static_cast<Collective>(e.collective)));
   for (const DefaultSpec& d : kDefaults)
     t->defaults[static_cast<int>(d.collective)] = parse(d.spec, "default table", static_cast<int>(d.collective));
+  auto resolve = [](std::vector<Entry>& entries) {
+    for (Entry& e : entries)
+      for (int c = 1; c < kCollectiveCount; ++c)
+        if (e.collective == -1 || e.collective == c) e.resolved[static_cast<size_t>(c)] = find(static_cast<Collective>(c), e.name);
+  };
+  resolve(t->overrides);
+  for (auto& d : t->defaults) resolve(d);
   return t;
 }
 
@@ -193,7 +204,7 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
   const int ci = static_cast<int>(c);
   for (const Entry& e : t.overrides) {
     if ((e.collective != ci && e.collective != -1) || bytes < e.lo || bytes >= e.hi) continue;
-    const Algorithm* a = find(c, e.name);
+    const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (!a) continue;  // a bare name another collective has
     if (applicable(*a, group)) return *a;
     if (e.collective == ci && group.size > 1)  // a group of one needs no communication at all
@@ -202,7 +213,7 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
   }
   for (const Entry& e : t.defaults[ci]) {
     if (bytes < e.lo || bytes >= e.hi) continue;
-    const Algorithm* a = find(c, e.name);
+    const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (a && applicable(*a, group)) return *a;
   }
   for (const Algorithm& a : all_algorithms())
