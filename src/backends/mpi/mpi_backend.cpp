@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/views.hpp"
 #include "backends/mpi/mpi_check.hpp"
 #include "backends/mpi/mpi_group_comm.hpp"
 #include "backends/mpi/mpi_runtime.hpp"
@@ -30,18 +31,6 @@ using mpi::kFoldBytes;
 
 void copy(void* dst, const void* src, size_t n) {
   if (n) std::memcpy(dst, src, n);
-}
-
-// The start of `views` when they lie back to back in one buffer, in order; else null.
-char* back_to_back(const std::vector<TensorView>& views) {
-  char* base = views.empty() ? nullptr : static_cast<char*>(views[0].data);
-  if (!base) return nullptr;
-  size_t offset = 0;
-  for (const TensorView& v : views) {
-    if (v.count && static_cast<char*>(v.data) != base + offset) return nullptr;
-    offset += v.bytes();
-  }
-  return base;
 }
 
 // A buffer holding `views` back to back: theirs when they already are, else a staging copy.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/views.hpp"
 #include "backends/nccl/nccl_group.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -21,18 +22,6 @@ namespace {
 using nccl::Comm;
 using nccl::Library;
 using nccl::Stream;
-
-// The start of `views` when they lie back to back in one buffer, in order; else null.
-char* back_to_back(const std::vector<TensorView>& views) {
-  char* base = views.empty() ? nullptr : static_cast<char*>(views[0].data);
-  if (!base) return nullptr;
-  size_t offset = 0;
-  for (const TensorView& v : views) {
-    if (v.count && static_cast<char*>(v.data) != base + offset) return nullptr;
-    offset += v.bytes();
-  }
-  return base;
-}
 
 // LOCAL_RANK % device count, as torch: ranks of a node spread over its GPUs.
 int pick_device(nccl::Api& api, const BackendConfig& c) {
