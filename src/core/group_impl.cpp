@@ -87,17 +87,11 @@ OpContext ProcessGroup::Impl::context(const CallSignature& sig, uint64_t seq, bo
   return op;
 }
 
-std::optional<uint64_t> ProcessGroup::Impl::claim_inline(bool numbered) {
-  std::lock_guard<std::mutex> g(issue_mutex);
-  if (!queue->claim_inline()) return std::nullopt;
-  return numbered ? next_seq++ : 0;
-}
-
 Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(const OpContext&)> body) {
   auto state = std::make_shared<Work::State>();
   state->what = describe(sig);
   std::lock_guard<std::mutex> g(issue_mutex);
-  uint64_t seq = next_seq++;
+  uint64_t seq = queue->reserve(true);
   uint64_t id = recorder ? recorder->queued(sig, seq, false) : 0;
   queue->push(
       [this, sig, seq, id, state, body = std::move(body)] {
@@ -133,6 +127,7 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
     out.emplace_back(states.back());
   }
   std::lock_guard<std::mutex> g(issue_mutex);
+  queue->reserve(false);
   uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
   auto run = [this, sig, states, id, body = std::move(body)] {
     observe::CallScope scope(recorder.get(), id, 0, true);

@@ -59,8 +59,9 @@ struct ProcessGroup::Impl {
   std::shared_ptr<observe::Observer> observer;         // the world's: heartbeat, dumps, trace
   std::shared_ptr<observe::FlightRecorder> recorder;  // this group's calls; null when off
 
-  std::mutex issue_mutex;  // numbering + queueing is atomic, so the order is the number order
-  uint64_t next_seq = 0;
+  // Held while a call is numbered and queued (WorkQueue::reserve + push), so the queue's order
+  // is the number order; an inline call takes its number without it (WorkQueue::claim_inline).
+  std::mutex issue_mutex;
   uint64_t children = 0;   // groups created from this one (names the child's prefix)
   uint64_t monitored = 0;  // monitored barriers issued (names their store keys)
   std::unique_ptr<WorkQueue> queue;
@@ -76,7 +77,7 @@ struct ProcessGroup::Impl {
   template <typename Body>
   Work call(const CallSignature& sig, Body&& body) {
     if (SyncIntent::take())
-      if (auto seq = claim_inline()) {
+      if (auto seq = queue->claim_inline(true)) {
         std::shared_ptr<DeviceCompletion> device;
         run_inline(sig, *seq, false, [&] {
           OpContext c = context(sig, *seq, false);
@@ -90,7 +91,7 @@ struct ProcessGroup::Impl {
   // Point-to-point work; `body` returns the peer's group rank (for source_rank()).
   template <typename Body>
   std::vector<Work> call_p2p(const CallSignature& sig, size_t works, Body&& body) {
-    if (SyncIntent::take() && works == 1 && claim_inline(false)) {
+    if (SyncIntent::take() && works == 1 && queue->claim_inline(false)) {
       int peer = -1;
       std::shared_ptr<DeviceCompletion> device;
       run_inline(sig, 0, true, [&] {
@@ -110,8 +111,6 @@ struct ProcessGroup::Impl {
  private:
   Work submit(const CallSignature& sig, std::function<void(const OpContext&)> body);
   std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
-  // The next sequence number if this thread may run the call itself (nothing queued).
-  std::optional<uint64_t> claim_inline(bool numbered = true);
   // An already finished Work (an inline call), with the device part of it if there is one.
   static Work completed(int source_rank, std::shared_ptr<DeviceCompletion> device);
   // Runs a call in this thread under the flight recorder (whose record is closed, completed

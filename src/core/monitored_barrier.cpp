@@ -74,6 +74,7 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
     g.store->set(verdict_key, text(msg));
     raise(ErrorKind::Timeout, "monitored_barrier: " + msg);
   };
+  g.queue->reserve(false);
   g.queue->push(std::move(run), {state}, /*abort_on_failure=*/false);
   lock.unlock();
   Work(state).wait();

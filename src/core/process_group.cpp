@@ -39,14 +39,18 @@ void check_list(const ProcessGroup::Impl& impl, const std::vector<TensorView>& l
     raise(ErrorKind::InvalidArgument, what + ": " + name + " has " + std::to_string(list.size()) +
                                           " tensors, the group has " + std::to_string(size) + " ranks");
   for (size_t i = 0; i < list.size(); ++i) {
+    const TensorView& t = list[i];
+    // The common case costs no string: the element's name is built only to report it.
+    if (t.device == like.device && t.dtype == like.dtype && t.count == like.count && (t.data || !t.count)) continue;
     std::string n = std::string(name) + "[" + std::to_string(i) + "]";
-    impl.check_view(list[i], what, n.c_str());
-    check_same_shape(like, list[i], what, n);
+    impl.check_view(t, what, n.c_str());
+    check_same_shape(like, t, what, n);
   }
 }
 
 std::vector<TensorView> split_equal(const TensorView& t, int parts) {
   std::vector<TensorView> out;
+  out.reserve(static_cast<size_t>(parts));
   size_t each = t.count / static_cast<size_t>(parts);
   for (int i = 0; i < parts; ++i) out.push_back(t.slice(static_cast<size_t>(i) * each, each));
   return out;

@@ -13,6 +13,11 @@ WorkQueue::~WorkQueue() {
   worker_.join();
 }
 
+uint64_t WorkQueue::reserve(bool numbered) {
+  uint64_t before = state_.fetch_add(kJob + (numbered ? kNumber : 0), std::memory_order_acq_rel);
+  return numbered ? before / kNumber : 0;
+}
+
 void WorkQueue::push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
                      bool abort_on_failure) {
   {
@@ -27,11 +32,12 @@ void WorkQueue::loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(m_);
-      cv_.wait(lock, [&] { return (stopping_ || !jobs_.empty()) && !inline_; });
+      cv_.wait(lock, [&] {
+        return (stopping_ || !jobs_.empty()) && !(state_.load(std::memory_order_acquire) & kInline);
+      });
       if (jobs_.empty()) return;  // stopping, and everything queued has run
       job = std::move(jobs_.front());
       jobs_.pop_front();
-      running_ = true;
     }
     std::exception_ptr error;
     try {
@@ -40,32 +46,30 @@ void WorkQueue::loop() {
       error = std::current_exception();
       if (job.abort_on_failure) on_failure_(error);
     }
-    {
-      // Before the Works complete: a caller woken by one may go straight to an inline call.
-      std::lock_guard<std::mutex> g(m_);
-      running_ = false;
-    }
+    // Before the Works complete: a caller woken by one may go straight to an inline call.
+    state_.fetch_sub(kJob, std::memory_order_acq_rel);
     for (auto& s : job.states) s->complete(error);
   }
 }
 
-bool WorkQueue::claim_inline() {
-  std::lock_guard<std::mutex> g(m_);
-  if (running_ || inline_ || !jobs_.empty()) return false;
-  inline_ = true;
-  return true;
+std::optional<uint64_t> WorkQueue::claim_inline(bool numbered) {
+  uint64_t now = state_.load(std::memory_order_relaxed);
+  do {
+    if (now & (kInline | kJobMask)) return std::nullopt;  // a job is queued or running
+  } while (!state_.compare_exchange_weak(now, now + kInline + (numbered ? kNumber : 0), std::memory_order_acq_rel,
+                                         std::memory_order_relaxed));
+  return numbered ? now / kNumber : 0;
 }
 
 void WorkQueue::release_inline() {
-  bool queued;
-  {
-    std::lock_guard<std::mutex> g(m_);
-    inline_ = false;
-    queued = !jobs_.empty();
-  }
+  uint64_t before = state_.fetch_sub(kInline, std::memory_order_acq_rel);
   // Wake the worker only for jobs queued meanwhile: a wake-up per blocking call would make the
   // worker thread compete for a CPU on every call (measurable when ranks outnumber cores).
-  if (queued) cv_.notify_one();
+  // Taking the lock first means the worker is either before its check (and sees the bit
+  // cleared) or asleep on the condition variable (and is woken).
+  if ((before & kJobMask) == 0) return;
+  { std::lock_guard<std::mutex> g(m_); }
+  cv_.notify_one();
 }
 
 }  // namespace spmd

@@ -3,7 +3,16 @@
 // the group unusable and tells the peers). A blocking call may instead run in its caller's
 // thread when nothing is queued or running (claim_inline): no thread hand-off on the latency
 // path, and the worker waits until the inline call is done before it starts later jobs.
+//
+// The queue also numbers the group's collectives. Numbering, counting jobs and claiming the
+// inline path share one atomic word, so an inline claim is a single compare-and-swap (no lock
+// on the latency path) and takes a number exactly when no queued job holds an earlier one:
+// every call runs in number order.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
 
 #include <condition_variable>
 #include <deque>
@@ -26,14 +35,19 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  // Queues `run`; every state completes when it returns (or throws). A failure of a job that
-  // does not touch the connections (abort_on_failure false) leaves the group usable.
+  // Counts a job about to be pushed and returns its call number (0 and no number used when
+  // `numbered` is false). Callers that push from several threads reserve and push under one
+  // lock of theirs, so the queue holds the jobs in number order.
+  uint64_t reserve(bool numbered);
+  // Queues `run` (reserved before); every state completes when it returns (or throws). A
+  // failure of a job that does not touch the connections (abort_on_failure false) leaves the
+  // group usable.
   void push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
             bool abort_on_failure = true);
 
-  // True (and the caller now runs an operation itself) when no job is queued or running;
-  // the caller must call release_inline() when done.
-  bool claim_inline();
+  // When no job is queued or running: the caller now runs an operation itself, and gets its
+  // call number (0 when not `numbered`); it must call release_inline() when done.
+  std::optional<uint64_t> claim_inline(bool numbered);
   void release_inline();
   OnFailure& on_failure() { return on_failure_; }
 
@@ -50,8 +64,10 @@ class WorkQueue {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
-  bool running_ = false;  // the worker is inside a job
-  bool inline_ = false;   // a caller runs an operation itself
+  // bit 0: a caller runs an operation inline; bits 1-23: jobs reserved and not finished;
+  // bits 24-63: the next call number.
+  static constexpr uint64_t kInline = 1, kJob = 2, kJobMask = (uint64_t{1} << 24) - 2, kNumber = uint64_t{1} << 24;
+  std::atomic<uint64_t> state_{0};
   std::thread worker_;  // last: starts after everything it uses exists
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "common/env.hpp"
 
@@ -135,7 +136,7 @@ FlightRecord* FlightRecorder::find(uint64_t id) {
 
 uint64_t FlightRecorder::queued(const CallSignature& sig, uint64_t seq, bool p2p) {
   int64_t now = wall_ns();
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   return append(sig, seq, p2p, now);
 }
 
@@ -144,7 +145,7 @@ void FlightRecorder::started(uint64_t id, uint64_t seq, bool p2p, ActiveCall& ca
   call.seq = seq;
   call.p2p = p2p;
   call.started_ns = wall_ns();
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   if (!p2p) progress_.entered = static_cast<int64_t>(seq);
   if (FlightRecord* r = find(id)) {
     r->state = CallState::Running;
@@ -156,7 +157,7 @@ void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool
   call.seq = seq;
   call.p2p = p2p;
   call.started_ns = wall_ns();
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   call.id = append(sig, seq, p2p, call.started_ns);
   FlightRecord& r = slot(call.id);
   r.state = CallState::Running;
@@ -169,7 +170,7 @@ void FlightRecorder::finished(const ActiveCall& call, bool failed) {
   FlightRecord copy;
   bool have = false;
   {
-    std::lock_guard<std::mutex> g(m_);
+    std::lock_guard<SpinLock> g(m_);
     if (call.p2p) ++progress_.p2p_finished;
     else if (!failed) progress_.completed = static_cast<int64_t>(call.seq);
     progress_.failed = progress_.failed || failed;
@@ -191,7 +192,7 @@ void FlightRecorder::finished(const ActiveCall& call, bool failed) {
 
 void FlightRecorder::publish_wait(const ActiveCall& call) {
   {
-    std::lock_guard<std::mutex> g(m_);
+    std::lock_guard<SpinLock> g(m_);
     if (FlightRecord* r = find(call.id)) {
       r->waiting_on = call.waiting_on;
       r->sig.algo = call.algo;
@@ -202,12 +203,12 @@ void FlightRecorder::publish_wait(const ActiveCall& call) {
 }
 
 GroupProgress FlightRecorder::progress() const {
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   return progress_;
 }
 
 std::vector<FlightRecord> FlightRecorder::records(size_t last, GroupProgress* progress) const {
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   if (progress != nullptr) *progress = progress_;
   uint64_t n = std::min<uint64_t>({last, next_id_, ring_.size()});
   std::vector<FlightRecord> out;
@@ -217,7 +218,7 @@ std::vector<FlightRecord> FlightRecorder::records(size_t last, GroupProgress* pr
 }
 
 std::vector<FlightRecord> FlightRecorder::open_records(GroupProgress* progress) const {
-  std::lock_guard<std::mutex> g(m_);
+  std::lock_guard<SpinLock> g(m_);
   if (progress != nullptr) *progress = progress_;
   std::vector<FlightRecord> out;
   uint64_t n = std::min<uint64_t>(next_id_, ring_.size());

@@ -133,6 +133,7 @@ class ShmGroup {
   std::chrono::milliseconds timeout_;
   bool remote_memory_ = false;
   uint64_t epoch_ = 0;
+  static constexpr int kQuickPolls = 64;
   std::chrono::nanoseconds spin_{0}, yield_{0};
   std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
   std::optional<std::pair<ErrorKind, std::string>> broken_;
@@ -153,6 +154,13 @@ template <typename Ready, typename Awaited, typename Missing>
 void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing) {
   if (ready()) return;
   check_usable();
+  // With a core to spare, a peer usually arrives within a few hundred cycles: poll that long
+  // before reading any clock or telling the flight recorder about a wait.
+  if (spin_.count() > 0)
+    for (int i = 0; i < kQuickPolls; ++i) {
+      cpu_relax();
+      if (ready()) return;
+    }
   // The flight recorder learns whom this rank waits on (only when it records: the loop over
   // the peers is skipped otherwise).
   auto first_awaited = [&]() -> int {

@@ -30,5 +30,31 @@ TEST(Smoke, BroadcastBarrierAllGather) {
   }
 }
 
+// Blocking calls run in the caller's thread only while nothing is queued: mixed with async
+// calls they must still run in issue order (one call number each, the queue's order) and
+// every Work must see its own result.
+TEST(Smoke, BlockingAndAsyncCallsKeepIssueOrder) {
+  for (int world : {1, 2, 3}) {
+    run_ranks(world, [&](ProcessGroup& g) {
+      constexpr int kRounds = 40;
+      std::vector<std::vector<int32_t>> bufs(kRounds, std::vector<int32_t>(5));
+      std::vector<Work> pending;
+      for (int k = 0; k < kRounds; ++k) {
+        std::fill(bufs[k].begin(), bufs[k].end(), (g.rank() + 1) * (k + 1));
+        if (k % 3 == 2) {
+          g.all_reduce(bufs[k]);  // behind the async ones still queued, or inline once they ran
+        } else {
+          pending.push_back(g.all_reduce_async(bufs[k]));
+          if (k % 5 == 4) pending.back().wait();
+        }
+      }
+      for (Work& w : pending) w.wait();
+      const int32_t ranks_sum = world * (world + 1) / 2;
+      for (int k = 0; k < kRounds; ++k)
+        for (int32_t x : bufs[k]) ASSERT_EQ(x, ranks_sum * (k + 1)) << "P=" << world << " round " << k;
+    });
+  }
+}
+
 }  // namespace
 }  // namespace spmd::test
