@@ -40,6 +40,7 @@ ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::ve
   config.timeout = options.timeout;
   config.deterministic = options.deterministic;
   backend = make_backend(options.backend, config);
+  serves_cpu = backend->serves(DeviceType::CPU);
   SPMD_LOG(Info) << "group " << prefix << ": " << size() << " ranks on " << locality.summary() << ", backend "
                  << backend->name() << (options.deterministic ? " (deterministic)" : "");
   observer = world_observer ? std::move(world_observer)
@@ -151,7 +152,7 @@ void check_dtype(DType t, const std::string& what) {
     raise(ErrorKind::InvalidArgument, what + ": unknown dtype " + std::to_string(unsigned(t)));
 }
 
-void ProcessGroup::Impl::check_view(const TensorView& t, const std::string& what, const char* name) const {
+void ProcessGroup::Impl::check_view_slow(const TensorView& t, const std::string& what, const char* name) const {
   check_dtype(t.dtype, what);
   if (t.count > 0 && t.data == nullptr)
     raise(ErrorKind::InvalidArgument, what + ": " + name + " has " + std::to_string(t.count) + " elements but no data");

@@ -56,6 +56,7 @@ struct ProcessGroup::Impl {
   GroupOptions options;
   Locality locality;
   std::unique_ptr<Backend> backend;
+  bool serves_cpu = false;  // backend->serves(DeviceType::CPU), asked once
   std::shared_ptr<observe::Observer> observer;         // the world's: heartbeat, dumps, trace
   std::shared_ptr<observe::FlightRecorder> recorder;  // this group's calls; null when off
 
@@ -106,9 +107,17 @@ struct ProcessGroup::Impl {
 
   // InvalidArgument for a view this group cannot take (null data, unknown dtype, a device
   // no backend of the group serves); raised in the caller's thread, before the call is numbered.
-  void check_view(const TensorView& t, const std::string& what, const char* name = "tensor") const;
+  void check_view(const TensorView& t, const std::string& what, const char* name = "tensor") const {
+    // The common case (a CPU buffer of a known dtype on a group that serves CPU memory) is
+    // decided here, on the latency path; the rest says what is wrong.
+    if (serves_cpu && t.device.type == DeviceType::CPU && static_cast<unsigned>(t.dtype) <= static_cast<unsigned>(DType::I64) &&
+        (t.data != nullptr || t.count == 0))
+      return;
+    check_view_slow(t, what, name);
+  }
 
  private:
+  void check_view_slow(const TensorView& t, const std::string& what, const char* name) const;
   Work submit(const CallSignature& sig, std::function<void(const OpContext&)> body);
   std::vector<Work> submit_p2p(const CallSignature& sig, size_t works, std::function<int(const OpContext&)> body);
   // An already finished Work (an inline call), with the device part of it if there is one.

@@ -3,8 +3,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "common/env.hpp"
 
@@ -111,7 +113,9 @@ FlightRecorder::FlightRecorder(std::string name, std::vector<int> ranks, size_t 
       sink_(sink),
       nudge_(nudge),
       nudge_arg_(nudge_arg),
-      ring_(std::max<size_t>(capacity, 1)) {}
+      ring_(std::bit_ceil(std::max<size_t>(capacity, 1))),
+      mask_(ring_.size() - 1),
+      capacity_(std::max<size_t>(capacity, 1)) {}
 
 uint64_t FlightRecorder::append(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now) {
   uint64_t id = next_id_++;
@@ -167,8 +171,7 @@ void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool
 
 void FlightRecorder::finished(const ActiveCall& call, bool failed) {
   int64_t now = wall_ns();
-  FlightRecord copy;
-  bool have = false;
+  std::optional<FlightRecord> copy;  // for the sink, outside the lock
   {
     std::lock_guard<SpinLock> g(m_);
     if (call.p2p) ++progress_.p2p_finished;
@@ -181,13 +184,10 @@ void FlightRecorder::finished(const ActiveCall& call, bool failed) {
       r->wait_ns = call.wait_ns;
       if (failed) r->waiting_on = call.waiting_on;  // what it last waited for, kept for the dump
       else r->waiting_on = -1;
-      if (sink_ != nullptr) {
-        copy = *r;
-        have = true;
-      }
+      if (sink_ != nullptr) copy = *r;
     }
   }
-  if (have) sink_->add(copy, track_, name_);
+  if (copy) sink_->add(*copy, track_, name_);
 }
 
 void FlightRecorder::publish_wait(const ActiveCall& call) {
@@ -210,10 +210,10 @@ GroupProgress FlightRecorder::progress() const {
 std::vector<FlightRecord> FlightRecorder::records(size_t last, GroupProgress* progress) const {
   std::lock_guard<SpinLock> g(m_);
   if (progress != nullptr) *progress = progress_;
-  uint64_t n = std::min<uint64_t>({last, next_id_, ring_.size()});
+  uint64_t n = std::min<uint64_t>({last, next_id_, capacity_});
   std::vector<FlightRecord> out;
   out.reserve(n);
-  for (uint64_t id = next_id_ - n; id < next_id_; ++id) out.push_back(ring_[id % ring_.size()]);
+  for (uint64_t id = next_id_ - n; id < next_id_; ++id) out.push_back(slot(id));
   return out;
 }
 
@@ -221,10 +221,10 @@ std::vector<FlightRecord> FlightRecorder::open_records(GroupProgress* progress) 
   std::lock_guard<SpinLock> g(m_);
   if (progress != nullptr) *progress = progress_;
   std::vector<FlightRecord> out;
-  uint64_t n = std::min<uint64_t>(next_id_, ring_.size());
+  uint64_t n = std::min<uint64_t>(next_id_, capacity_);
   // Newest first until the last finished record: the open calls are the newest ones.
   for (uint64_t k = 0; k < n; ++k) {
-    const FlightRecord& r = ring_[(next_id_ - 1 - k) % ring_.size()];
+    const FlightRecord& r = slot(next_id_ - 1 - k);
     out.push_back(r);
     if (r.finished()) break;
   }

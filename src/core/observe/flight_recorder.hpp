@@ -83,7 +83,10 @@ class FlightRecorder {
   std::vector<FlightRecord> open_records(GroupProgress* progress = nullptr) const;
 
  private:
-  FlightRecord& slot(uint64_t id) { return ring_[id % ring_.size()]; }
+  // The ring's size is a power of two (a mask, not a division, on every call); it keeps at
+  // least `capacity_` records, and reports that many.
+  FlightRecord& slot(uint64_t id) { return ring_[id & mask_]; }
+  const FlightRecord& slot(uint64_t id) const { return ring_[id & mask_]; }
   FlightRecord* find(uint64_t id);  // null once the ring moved past it
   uint64_t append(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now);
 
@@ -95,6 +98,8 @@ class FlightRecorder {
   void* const nudge_arg_;
   mutable SpinLock m_;
   std::vector<FlightRecord> ring_;
+  uint64_t mask_ = 0;
+  uint64_t capacity_ = 1;
   uint64_t next_id_ = 0;
   uint64_t p2p_count_ = 0;
   GroupProgress progress_;

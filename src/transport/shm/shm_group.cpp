@@ -138,7 +138,12 @@ bool ShmGroup::idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_p
   }
   auto waited = std::chrono::steady_clock::now() - start;
   if (waited < spin_) {
-    cpu_relax();
+    // Past a few microseconds, a yield at every clock check: the rank we wait for may share
+    // this core (ranks start on their launcher's core, and the scheduler takes milliseconds to
+    // spread them) and would otherwise get it back only after the whole spin. With nothing
+    // else to run here the yield returns at once.
+    if (waited > kPureSpin) ::sched_yield();
+    else cpu_relax();
     return false;
   }
   if (waited < spin_ + yield_) {

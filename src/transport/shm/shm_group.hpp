@@ -134,6 +134,7 @@ class ShmGroup {
   bool remote_memory_ = false;
   uint64_t epoch_ = 0;
   static constexpr int kQuickPolls = 64;
+  static constexpr std::chrono::microseconds kPureSpin{3};  // spin without yielding this long
   std::chrono::nanoseconds spin_{0}, yield_{0};
   std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
   std::optional<std::pair<ErrorKind, std::string>> broken_;
