@@ -30,12 +30,17 @@ namespace {
 //     shm_cma          18.9  19.0   36.3   60.8  101.5  352.0   2026    9336
 //   -> shm_flat below 4 KiB, then reduce-scatter + all-gather through the slots: every rank
 //      reduces its own slice, and the slots stay in cache (single copy loses from 1 MiB).
+//      At P=2 single copy wins in 64K-512K (2026-11-25, spmd-bench -n 100, two runs, µs:
+//      64K 9.9/11.5 vs 10.6/23.5, 128K 15.7/18.3 vs 20.9/32.8, 256K 27.6/32.1 vs 33.3/39.5,
+//      512K level, 1M 111 vs 105-122) -> shm_cma there, for groups of 2 (@2).
 //   broadcast: shm_flat wins at P=4 at almost every size and at P=2 up to 16 KiB and at 16 MiB;
-//     shm_cma at P=2 from 64 KiB to 4 MiB (1 MiB: 78.7 vs 105.8) -> shm_cma in 64K-1M only.
+//     shm_cma at P=2 from 64 KiB to 4 MiB (1 MiB: 78.7 vs 105.8) -> shm_cma in 64K-8M for
+//     groups of 2, in 64K-1M for larger ones (P=4 256K: 51.9 vs 56.5; 1M: 186 vs 148).
 //   all_gather (sizes here are the output; the table below selects by each rank's input):
-//     shm_flat up to 16 KiB out at P=2 (8 KiB in) and up to 1 MiB out at P=4 (256 KiB in),
-//     shm_cma above (P=2 256K out: 14.4 vs 25.3; P=4 1M out: 153 vs 131) -> the switch at
-//     64 KiB in, where neither loses more than ~20 %.
+//     shm_flat up to 32 KiB out at P=2 (16 KiB in: 3.4 vs 3.8) and up to 1 MiB out at P=4
+//     (256 KiB in), shm_cma above (P=2 64K out: 5.2 vs 6.4, 256K out: 14.4 vs 25.3; P=4 1M
+//     out: 153 vs 131) -> the switch at 32 KiB in for groups of 2, at 64 KiB in for larger
+//     ones, where neither loses more than ~20 %.
 //   reduce_scatter: shm_flat at every size and P (P=2 16M: 1774 vs 3085).
 //
 // TCP (ranks of one host over Unix sockets + remote reads), measured with spmd-bench on the
@@ -65,11 +70,11 @@ struct DefaultSpec {
   const char* spec;
 };
 const DefaultSpec kDefaults[] = {
-    {Collective::AllReduce, "shm_flat:0-4K,shm_rs_ag:4K-,shm_flat,hier,"
+    {Collective::AllReduce, "shm_flat:0-4K,shm_cma:64K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
-    {Collective::Broadcast, "shm_flat:0-64K,shm_cma:64K-1M,shm_flat,hier,binomial:0-16M,chain:16M-"},
+    {Collective::Broadcast, "shm_flat:0-64K,shm_cma:64K-8M@2,shm_cma:64K-1M,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
-    {Collective::AllGather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
+    {Collective::AllGather, "shm_cma:32K-@2,shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::Scatter, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::ReduceScatter, "shm_flat,ring"},
@@ -81,6 +86,7 @@ struct Entry {
   int collective = -1;  // -1: any collective that has `name`
   std::string name;
   size_t lo = 0, hi = std::numeric_limits<size_t>::max();  // [lo, hi)
+  int min_ranks = 1, max_ranks = std::numeric_limits<int>::max();  // group sizes [min, max]
   // `name` looked up once per collective when the table is made (null: that collective has no
   // such algorithm): select() runs on every call and compares no strings.
   std::array<const Algorithm*, kCollectiveCount> resolved{};
@@ -88,7 +94,33 @@ struct Entry {
 
 [[noreturn]] void bad(const std::string& where, const std::string& item, const std::string& why) {
   raise(ErrorKind::InvalidArgument, where + ": '" + item + "' " + why +
-                                        " (the form is [collective=]name[:lo-hi],... with sizes like 16K or 4M)");
+                                        " (the form is [collective=]name[:lo-hi][@ranks],... with sizes like 16K or "
+                                        "4M and group sizes like @2, @3-8 or @3-)");
+}
+
+// "@2", "@3-8", "@3-": the group sizes an entry is for (inclusive).
+void parse_ranks(const std::string& where, const std::string& item, const std::string& text, Entry& e) {
+  if (text.empty() || text == "-") bad(where, item, "has '@' without a group size");
+  size_t dash = text.find('-');
+  auto number = [&](const std::string& t, int if_empty) {
+    if (t.empty()) return if_empty;
+    size_t pos = 0;
+    int v = 0;
+    try {
+      v = std::stoi(t, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != t.size() || v < 1) bad(where, item, "has a group size that is not a positive number");
+    return v;
+  };
+  if (dash == std::string::npos) {
+    e.min_ranks = e.max_ranks = number(text, 0);
+  } else {
+    e.min_ranks = number(text.substr(0, dash), 1);
+    e.max_ranks = number(text.substr(dash + 1), std::numeric_limits<int>::max());
+  }
+  if (e.min_ranks > e.max_ranks) bad(where, item, "has an empty group-size range");
 }
 
 size_t parse_size(const std::string& where, const std::string& item, const std::string& text, size_t if_empty) {
@@ -128,6 +160,10 @@ std::vector<Entry> parse(const std::string& spec, const std::string& where, int 
       if (e.collective < 0) bad(where, item, "names no collective");
       collective = e.collective;  // later items without a collective belong to it
       rest = rest.substr(eq + 1);
+    }
+    if (size_t at = rest.find('@'); at != std::string::npos) {
+      parse_ranks(where, item, rest.substr(at + 1), e);
+      rest = rest.substr(0, at);
     }
     if (size_t colon = rest.find(':'); colon != std::string::npos) {
       std::string range = rest.substr(colon + 1);
@@ -204,8 +240,11 @@ Tables& tables() {
 const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
   Tables& t = tables();
   const int ci = static_cast<int>(c);
+  auto fits = [&](const Entry& e) {
+    return bytes >= e.lo && bytes < e.hi && group.size >= e.min_ranks && group.size <= e.max_ranks;
+  };
   for (const Entry& e : t.overrides) {
-    if ((e.collective != ci && e.collective != -1) || bytes < e.lo || bytes >= e.hi) continue;
+    if ((e.collective != ci && e.collective != -1) || !fits(e)) continue;
     const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (!a) continue;  // a bare name another collective has
     if (applicable(*a, group)) return *a;
@@ -214,7 +253,7 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
                                             ", which cannot run here: " + why_not(*a, group));
   }
   for (const Entry& e : t.defaults[ci]) {
-    if (bytes < e.lo || bytes >= e.hi) continue;
+    if (!fits(e)) continue;
     const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (a && applicable(*a, group)) return *a;
   }

@@ -1,0 +1,67 @@
+// Selection: the default tables and SPMD_ALGO's grammar, byte ranges and group sizes (@).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "collectives/select.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::algo {
+namespace {
+
+GroupTraits one_host(int ranks) {
+  GroupTraits g;
+  g.size = ranks;
+  g.max_ranks_per_host = ranks;
+  g.shm = g.host_shm = g.cma = ranks > 1;
+  return g;
+}
+
+std::string pick(Collective c, size_t bytes, const GroupTraits& g) { return select(c, bytes, g).name; }
+
+struct OverrideGuard {
+  explicit OverrideGuard(const std::string& spec) { set_algorithm_override(spec); }
+  ~OverrideGuard() { set_algorithm_override(""); }
+};
+
+TEST(Select, DefaultsDependOnGroupSize) {
+  // Single copy pays for a broadcast of 1 MiB between two ranks, not among four.
+  EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::Broadcast, 256 << 10, one_host(4)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(4)), "shm_rs_ag");
+  EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllGather, 32 << 10, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllGather, 32 << 10, one_host(4)), "shm_flat");
+  // Without single copy the @2 entries do not apply and the next one that can run wins.
+  GroupTraits no_cma = one_host(2);
+  no_cma.cma = false;
+  EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, no_cma), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, no_cma), "shm_rs_ag");
+}
+
+TEST(Select, OverrideWithGroupSizes) {
+  OverrideGuard o("all_reduce=shm_cma:1K-@2,shm_flat@3-4,shm_rs_ag@5-");
+  EXPECT_EQ(pick(Collective::AllReduce, 4096, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");  // below 1K: the default
+  EXPECT_EQ(pick(Collective::AllReduce, 4096, one_host(3)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllReduce, 4096, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllReduce, 4096, one_host(7)), "shm_rs_ag");
+}
+
+TEST(Select, BadGroupSizesAreClearErrors) {
+  for (const char* spec : {"all_reduce=ring@0", "all_reduce=ring@x", "all_reduce=ring@4-2", "all_reduce=ring:1K-@"}) {
+    try {
+      set_algorithm_override(spec);
+      set_algorithm_override("");
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << spec;
+      EXPECT_NE(std::string(e.what()).find("@ranks"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace spmd::algo
