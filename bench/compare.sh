@@ -8,7 +8,7 @@
 #   bench/compare.sh [--quick | --smoke] [--build DIR] [--nprocs "2 4"]
 #                    [--sizes 8,1K,64K,1M,16M,64M] [--reps N] [--iters N] [--warmup N]
 #                    [--collectives all_reduce,broadcast,all_gather,reduce_scatter]
-#                    [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy]
+#                    [--tiny-iters N] [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy]
 #                    [--mpi-tuned "MCA ARGS"] [--spin auto|on|off] [--out DIR]
 #                    [--timeout SECONDS] [--no-plot]
 set -u
@@ -23,6 +23,7 @@ collectives=all_reduce,broadcast,all_gather,reduce_scatter
 reps=3
 iters=10
 warmup=3
+tiny_iters=200
 big_iters=4
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
@@ -38,7 +39,8 @@ usage() {
   local tuned_lines=${mpi_tuned// --mca/$'\n'                              --mca}
   cat <<EOF
 
-  defaults: 3 repetitions, 10 timed + 3 warmup iterations (4 + 1 from 16 MiB: --big-iters)
+  defaults: 3 repetitions, 10 timed + 3 warmup iterations (200 + 20 below 64 KiB: --tiny-iters;
+            4 + 1 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
                  proves that every peer, column and the plot work (not a measurement)
@@ -73,8 +75,8 @@ EOF
 
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; big_iters=3; shift ;;
-    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; big_iters=1; spin=off; shift ;;
+    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; tiny_iters=50; big_iters=3; shift ;;
+    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; tiny_iters=1; big_iters=1; spin=off; shift ;;
     --mpi-tuned) mpi_tuned=$2; shift 2 ;;
     --no-plot) plot=0; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -85,6 +87,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --big-iters) big_iters=$2; shift 2 ;;
+    --tiny-iters) tiny_iters=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --spin) spin=$2; shift 2 ;;
     --no-spin) spin=off; shift ;;
@@ -161,13 +164,15 @@ start=$(date +%s)
   echo "# compare.sh run at $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) CPUs," \
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
   echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
-       "big_iters=$big_iters"
+       "tiny_iters=$tiny_iters big_iters=$big_iters"
   have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader $mpi_tuned"
 } | tee -a "$log" >&2
 
 # Sizes from 16 MiB on run with fewer iterations (--big-iters, warmup 1): at P=4 one 64 MiB
-# all_reduce takes 0.1-0.3 s here, and their medians are stable anyway.
-read -r small big < <(python3 - "$sizes" <<'PY'
+# all_reduce takes 0.1-0.3 s here, and their medians are stable anyway. Sizes below 64 KiB run
+# with more (--tiny-iters, a tenth of them warm-up): ten calls of a microsecond are over before
+# the scheduler has spread freshly started ranks over the cores, and would time that instead.
+read -r tiny small big < <(python3 - "$sizes" <<'PY'
 import sys
 mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 def parse(t):
@@ -175,15 +180,17 @@ def parse(t):
     s = t[-1] if t and t[-1] in "KMG" else ""
     return int(float(t[: len(t) - len(s)]) * mult[s])
 items = [x for x in sys.argv[1].split(",") if x]
-small = [x for x in items if parse(x) < 16 << 20]
+tiny = [x for x in items if parse(x) < 64 << 10]
+small = [x for x in items if 64 << 10 <= parse(x) < 16 << 20]
 big = [x for x in items if parse(x) >= 16 << 20]
-print(",".join(small) or "-", ",".join(big) or "-")
+print(",".join(tiny) or "-", ",".join(small) or "-", ",".join(big) or "-")
 PY
 )
 
-# each_group NAME CMD...: runs CMD with the small sizes, then with the big ones.
+# each_group NAME CMD...: runs CMD with the tiny sizes, the small ones, then the big ones.
 each_group() {
   local name=$1; shift
+  [[ $tiny != - ]] && run "$name" "$@" -c "$collectives" -s "$tiny" -n "$tiny_iters" -w $(( (tiny_iters + 9) / 10 )) --csv --no-header
   [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$warmup" --csv --no-header
   [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w 1 --csv --no-header
   return 0
