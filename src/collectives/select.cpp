@@ -207,7 +207,7 @@ std::atomic<Tables*> g_tables{nullptr};  // read on every call without the lock
 std::vector<std::unique_ptr<Tables>> g_retired;
 
 Tables* make_tables(const std::string& override_spec) {
-  auto* t = new Tables;
+  auto t = std::make_unique<Tables>();  // freed if a spec is refused
   t->override_text = override_spec;
   t->overrides = parse(override_spec, "SPMD_ALGO");
   for (const Entry& e : t->overrides)
@@ -224,7 +224,7 @@ Tables* make_tables(const std::string& override_spec) {
   };
   resolve(t->overrides);
   for (auto& d : t->defaults) resolve(d);
-  return t;
+  return t.release();
 }
 
 Tables& tables() {
