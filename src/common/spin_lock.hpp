@@ -18,7 +18,6 @@ class SpinLock {
     while (held_.exchange(true, std::memory_order_acquire))
       while (held_.load(std::memory_order_relaxed)) ::sched_yield();
   }
-  bool try_lock() noexcept { return !held_.exchange(true, std::memory_order_acquire); }
   void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
  private:

@@ -40,7 +40,9 @@ void check_list(const ProcessGroup::Impl& impl, const std::vector<TensorView>& l
                                           " tensors, the group has " + std::to_string(size) + " ranks");
   for (size_t i = 0; i < list.size(); ++i) {
     const TensorView& t = list[i];
-    // The common case costs no string: the element's name is built only to report it.
+    // `like` passed check_view already: an element on its device with its dtype and count
+    // passes too unless its data is missing. The common case builds no string; the element's
+    // name is made only to report what is wrong.
     if (t.device == like.device && t.dtype == like.dtype && t.count == like.count && (t.data || !t.count)) continue;
     std::string n = std::string(name) + "[" + std::to_string(i) + "]";
     impl.check_view(t, what, n.c_str());

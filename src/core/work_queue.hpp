@@ -11,14 +11,13 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
-#include <optional>
-
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
