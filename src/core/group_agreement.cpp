@@ -12,6 +12,9 @@ namespace spmd {
 namespace {
 
 std::string key_of(const std::string& prefix, int global_rank) { return prefix + "/view/" + std::to_string(global_rank); }
+std::string read_key_of(const std::string& prefix, int global_rank) {
+  return prefix + "/view_read/" + std::to_string(global_rank);
+}
 
 std::string list_text(const std::vector<int>& ranks) {
   std::string s;
@@ -73,10 +76,36 @@ std::string disagreement(const std::vector<int>& members, const std::vector<Deco
   return out;
 }
 
+// Before a rank raises a disagreement: waits (10 s at most) until every rank named in any view
+// has read the views. The store may live in this process (rank 0 started without spmdrun);
+// leaving at once would turn the others' Mismatch into PeerLost ("lost the connection to the
+// store"), and the whole point is that every rank says what was wrong.
+void wait_until_views_read(Store& store, const std::string& prefix, const std::vector<Decoded>& views,
+                           std::chrono::milliseconds timeout) {
+  std::vector<std::string> keys;
+  for (const Decoded& d : views) {
+    std::istringstream in(d.members);
+    for (std::string tok; std::getline(in, tok, ',');) {
+      try {
+        std::string k = read_key_of(prefix, std::stoi(tok));
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  try {
+    store.wait(keys, std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(10)));
+  } catch (const Error&) {
+    // a rank that never reads them (dead, or not creating this group): raise anyway
+  }
+}
+
 }  // namespace
 
 void publish_group_view(Store& store, const std::string& prefix, int global_rank, const GroupView& view) {
-  store.set(key_of(prefix, global_rank), to_bytes(encode(view, host_identity(global_rank))));
+  // A rank outside the group reads no views: nobody needs to wait for it (wait_until_views_read).
+  store.multi_set({key_of(prefix, global_rank), read_key_of(prefix, global_rank)},
+                  {to_bytes(encode(view, host_identity(global_rank))), to_bytes("1")});
 }
 
 Locality agree_on_group(Store& store, const std::string& prefix, int global_rank, const GroupView& view,
@@ -97,6 +126,7 @@ Locality agree_on_group(Store& store, const std::string& prefix, int global_rank
                                   seconds_text(timeout) + " s (every rank of the parent group calls new_group with the "
                                   "same list, in the same order; is a rank stuck or dead?)");
   }
+  store.set(read_key_of(prefix, global_rank), to_bytes("1"));
   std::vector<Decoded> views;
   std::vector<std::string> ids;
   for (const Bytes& b : raw) {
@@ -106,6 +136,7 @@ Locality agree_on_group(Store& store, const std::string& prefix, int global_rank
   auto differs = [&](std::string Decoded::*field) {
     return std::any_of(views.begin(), views.end(), [&](const Decoded& d) { return d.*field != views.front().*field; });
   };
+  if (differs(&Decoded::members) || differs(&Decoded::settings)) wait_until_views_read(store, prefix, views, timeout);
   if (differs(&Decoded::members))
     raise(ErrorKind::Mismatch, "creating " + what + ": the ranks disagree on its members: " +
                                    disagreement(view.members, views, &Decoded::members, "passed") +
