@@ -33,9 +33,14 @@ namespace {
 //      At P=2 single copy wins in 64K-512K (2026-11-25, spmd-bench -n 100, two runs, µs:
 //      64K 9.9/11.5 vs 10.6/23.5, 128K 15.7/18.3 vs 20.9/32.8, 256K 27.6/32.1 vs 33.3/39.5,
 //      512K level, 1M 111 vs 105-122) -> shm_cma there, for groups of 2 (@2).
-//   broadcast: shm_flat wins at P=4 at almost every size and at P=2 up to 16 KiB and at 16 MiB;
-//     shm_cma at P=2 from 64 KiB to 4 MiB (1 MiB: 78.7 vs 105.8) -> shm_cma in 64K-8M for
-//     groups of 2, in 64K-1M for larger ones (P=4 256K: 51.9 vs 56.5; 1M: 186 vs 148).
+//   broadcast: single copy shared between root and receivers (the root writes part of every
+//     receiver's buffer while they read the rest; 2026-11-25, spmd-bench, two runs, µs):
+//       P=2   16K        32K        64K        4M         16M          64M
+//       flat  2.07/2.10  3.98/3.95  7.69/7.68  405/423    1928/1866    7724/7623
+//       cma   2.68/19.2  3.38/20.5  4.52/4.43  163/157    1050/940     6032/5554
+//     (19-20 µs: a run whose two ranks shared one core at first). At P=4 (two ranks per
+//     core) shm_flat is ahead or level everywhere (64K 17.9/18.8 vs 26.5/33.8, 1M 146/141 vs
+//     140/145, 64M 15.3/15.8 ms vs 18.1/17.9) -> shm_cma from 32 KiB for groups of 2 only.
 //   all_gather (sizes here are the output; the table below selects by each rank's input):
 //     shm_flat up to 32 KiB out at P=2 (16 KiB in: 3.4 vs 3.8) and up to 1 MiB out at P=4
 //     (256 KiB in), shm_cma above (P=2 64K out: 5.2 vs 6.4, 256K out: 14.4 vs 25.3; P=4 1M
@@ -72,7 +77,7 @@ struct DefaultSpec {
 const DefaultSpec kDefaults[] = {
     {Collective::AllReduce, "shm_flat:0-4K,shm_cma:64K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
-    {Collective::Broadcast, "shm_flat:0-64K,shm_cma:64K-8M@2,shm_cma:64K-1M,shm_flat,hier,binomial:0-16M,chain:16M-"},
+    {Collective::Broadcast, "shm_cma:32K-@2,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
     {Collective::AllGather, "shm_cma:32K-@2,shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},

@@ -3,7 +3,7 @@
 //   SPMD_ALGO="ring"                          ring for every collective that has one
 //   SPMD_ALGO="all_reduce=ring,broadcast=chain"
 //   SPMD_ALGO="all_reduce=shm_flat:0-16K,shm_rs_ag:16K-"   with byte ranges [lo, hi)
-//   SPMD_ALGO="broadcast=shm_cma:64K-8M@2,shm_flat"        and group sizes: @2, @3-8, @3-
+//   SPMD_ALGO="broadcast=shm_cma:32K-@2,shm_flat"           and group sizes: @2, @3-8, @3-
 // An entry without a collective applies to every collective that has an algorithm of that
 // name; a size range without a name repeats the last collective named. The choice is a pure
 // function of the call, the group and the environment, so it is the same on every rank (the

@@ -38,11 +38,11 @@ std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
 std::vector<Peer> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const void* address, size_t bytes) {
   epoch = g.begin_epoch(op);
   Record r;
-  r.address = reinterpret_cast<uint64_t>(address);
-  r.bytes = bytes;
+  r.buffer.address = reinterpret_cast<uint64_t>(address);
+  r.buffer.bytes = bytes;
   g.arrive_and_check(epoch, op, r);
   std::vector<Peer> peers;
-  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), g.record(q, epoch).address, g.global(q)});
+  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), g.record(q, epoch).buffer.address, g.global(q)});
   return peers;
 }
 
@@ -115,15 +115,28 @@ void shm_cma_reduce(AlgoContext& c, const CollArgs& a) {
   finish(g, e, c.op);
 }
 
+// The copies are shared out so that every rank moves the same number of bytes: each receiver
+// reads the first (P-1)/P of the buffer from the root while the root writes the rest into every
+// receiver (at P=2 both ranks copy half at once, where a receiver reading alone left the
+// root's core idle).
 void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
   auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  const size_t bytes = a.data.bytes(), p = static_cast<size_t>(g.size());
+  const size_t split = std::min(bytes, (bytes / p * (p - 1) + 4095) / 4096 * 4096);
   if (g.rank() != a.root) {
     const Peer& root = peers[static_cast<size_t>(a.root)];
-    read_remote(root.pid, root.address, a.data.data, a.data.bytes(), root.global);
+    read_remote(root.pid, root.address, a.data.data, split, root.global);
     g.post_step(e, 1);
+    if (split < bytes) g.wait_step(a.root, e, 1, c.op);  // the root's part has arrived
   } else {
+    const auto* src = static_cast<const char*>(a.data.data) + split;
+    for (int k = 1; k < g.size() && split < bytes; ++k) {
+      const Peer& q = peers[static_cast<size_t>((a.root + k) % g.size())];
+      write_remote(q.pid, q.address + split, src, bytes - split, q.global);
+    }
+    g.post_step(e, 1);
     g.wait_all_steps(e, 1, c.op);  // our buffer stays valid until every rank has read it
   }
 }

@@ -32,6 +32,27 @@ void fold_in_rank_order(ReduceFn fn, void* dst, int p, Src&& src, size_t n, size
   for (int q = 2; q < p; ++q) fn(dst, dst, src(q), n);
 }
 
+// Where each rank's contribution to one epoch lives: in its posted record when it fits
+// (kRecordData bytes: peers read the data from the cache line that told them it arrived, one
+// miss per peer instead of two — what a scalar all_reduce costs), else in its slot.
+class Staging {
+ public:
+  Staging(ShmGroup& g, uint64_t epoch, size_t bytes) : g_(g), epoch_(epoch), in_record_(bytes <= spmd::shm::kRecordData) {}
+  // Where this rank writes its contribution before arrive().
+  char* mine() { return in_record_ ? reinterpret_cast<char*>(mine_.data) : g_.slot(g_.rank(), epoch_); }
+  void arrive(const OpContext& op) { g_.arrive_and_check(epoch_, op, mine_); }
+  // Local rank q's contribution, once arrive() returned.
+  const char* of(int q) const {
+    return in_record_ ? reinterpret_cast<const char*>(g_.record(q, epoch_).data) : g_.slot(q, epoch_);
+  }
+
+ private:
+  ShmGroup& g_;
+  uint64_t epoch_;
+  bool in_record_;
+  Record mine_{};
+};
+
 // Elements per round so that `per_element_bytes * elements` fits `capacity` (at least 1).
 inline size_t elements_per_round(size_t capacity, size_t per_element_bytes) {
   return std::max<size_t>(1, capacity / std::max<size_t>(1, per_element_bytes));

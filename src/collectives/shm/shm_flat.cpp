@@ -1,6 +1,6 @@
 // Flat shared-memory collectives: every rank copies what it contributes into its slot, posts
 // its record, waits for everyone's (checking they all made the same call) and reads what it
-// needs straight from the others' slots. One synchronisation per round of at most one slot
+// needs straight from the others' slots (up to kRecordData bytes travel in the record itself). One synchronisation per round of at most one slot
 // (kSlotBytes) per rank: the latency choice for small messages. Larger messages run in rounds,
 // each round an epoch; slots alternate by epoch parity, so a rank copies round k+1 in while
 // slower ranks still read round k.
@@ -33,11 +33,11 @@ void shm_flat_fold(AlgoContext& c, const CollArgs& a, bool everyone) {
   const size_t es = dtype_size(a.data.dtype);
   char* data = static_cast<char*>(a.data.data);
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
-    copy_bytes(g.slot(g.rank(), e), data + first * es, m * es);
-    g.arrive_and_check(e, c.op, Record{});
+    Staging s(g, g.begin_epoch(c.op), m * es);
+    copy_bytes(s.mine(), data + first * es, m * es);
+    s.arrive(c.op);
     if (everyone || g.rank() == a.root)
-      fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return g.slot(q, e); }, m, m * es);
+      fold_in_rank_order(a.fn, data + first * es, g.size(), [&](int q) { return s.of(q); }, m, m * es);
   });
 }
 
@@ -48,10 +48,10 @@ void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   char* data = static_cast<char*>(a.data.data);
   in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
-    if (g.rank() == a.root) copy_bytes(g.slot(g.rank(), e), data + first, m);
-    g.arrive_and_check(e, c.op, Record{});
-    if (g.rank() != a.root) copy_bytes(data + first, g.slot(a.root, e), m);
+    Staging s(g, g.begin_epoch(c.op), m);
+    if (g.rank() == a.root) copy_bytes(s.mine(), data + first, m);
+    s.arrive(c.op);
+    if (g.rank() != a.root) copy_bytes(data + first, s.of(a.root), m);
   });
 }
 
@@ -60,13 +60,13 @@ void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
   ShmGroup& g = *c.shm;
   const char* input = static_cast<const char*>(a.data.data);
   in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
-    copy_bytes(g.slot(g.rank(), e), input + first, m);
-    g.arrive_and_check(e, c.op, Record{});
+    Staging s(g, g.begin_epoch(c.op), m);
+    copy_bytes(s.mine(), input + first, m);
+    s.arrive(c.op);
     if (!everyone && g.rank() != a.root) return;
     for (int q = 0; q < g.size(); ++q) {
       char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
-      if (out + first != input + first) copy_bytes(out + first, g.slot(q, e), m);
+      if (out + first != input + first) copy_bytes(out + first, s.of(q), m);
     }
   });
 }
@@ -79,11 +79,11 @@ void shm_flat_scatter(AlgoContext& c, const CollArgs& a) {
   const size_t block = a.data.bytes(), p = static_cast<size_t>(g.size());
   const size_t per_round = std::max<size_t>(1, kSlotBytes / p);  // bytes of each block per round
   in_rounds(block, per_round, [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
+    Staging s(g, g.begin_epoch(c.op), p * m);
     if (g.rank() == a.root)
-      for (size_t q = 0; q < p; ++q) copy_bytes(g.slot(g.rank(), e) + q * m, static_cast<const char*>(a.blocks[q].data) + first, m);
-    g.arrive_and_check(e, c.op, Record{});
-    copy_bytes(static_cast<char*>(a.data.data) + first, g.slot(a.root, e) + static_cast<size_t>(g.rank()) * m, m);
+      for (size_t q = 0; q < p; ++q) copy_bytes(s.mine() + q * m, static_cast<const char*>(a.blocks[q].data) + first, m);
+    s.arrive(c.op);
+    copy_bytes(static_cast<char*>(a.data.data) + first, s.of(a.root) + static_cast<size_t>(g.rank()) * m, m);
   });
 }
 
@@ -92,12 +92,12 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const size_t es = dtype_size(a.data.dtype), p = static_cast<size_t>(g.size());
   const size_t me = static_cast<size_t>(g.rank());
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
-    uint64_t e = g.begin_epoch(c.op);
+    Staging s(g, g.begin_epoch(c.op), p * m * es);
     for (size_t q = 0; q < p; ++q)
-      copy_bytes(g.slot(g.rank(), e) + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
-    g.arrive_and_check(e, c.op, Record{});
+      copy_bytes(s.mine() + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
+    s.arrive(c.op);
     fold_in_rank_order(a.fn, static_cast<char*>(a.data.data) + first * es, g.size(),
-                       [&](int q) { return g.slot(q, e) + me * m * es; }, m, m * es);
+                       [&](int q) { return s.of(q) + me * m * es; }, m, m * es);
   });
 }
 

@@ -30,6 +30,7 @@ constexpr uint32_t kSegmentMagic = 0x53484d53;
 constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)
 
 // One rank's call in one epoch: compared by every other local rank.
+constexpr size_t kRecordData = 24;  // data that travels in the record instead of a slot
 struct Record {
   uint64_t seq = 0;        // the call's number in its group
   uint64_t count = 0;
@@ -37,8 +38,17 @@ struct Record {
   uint8_t collective = 0, dtype = 0, op = 0, p2p = 0;
   uint16_t algo = 0;
   uint16_t phase = 0;      // which use of the segment within the call (hierarchical algorithms)
-  uint64_t address = 0;    // the rank's buffer, for remote-memory algorithms
-  uint64_t bytes = 0;      // bytes this rank contributes (sizes that differ by rank)
+  uint32_t unused = 0;
+  // What the algorithm adds, not compared: where the rank's buffer is (remote-memory
+  // algorithms), or for small calls the rank's data itself, which peers then read from the
+  // line that told them it arrived instead of missing again on its slot.
+  union {
+    struct {
+      uint64_t address;  // the rank's buffer
+      uint64_t bytes;    // bytes this rank contributes (sizes that differ by rank)
+    } buffer;
+    unsigned char data[kRecordData] = {};
+  };
 };
 
 // A rank's arrival in an epoch and its call, in one cache line: `epoch` is stored last

@@ -25,10 +25,12 @@ struct OverrideGuard {
 };
 
 TEST(Select, DefaultsDependOnGroupSize) {
-  // Single copy pays for a broadcast of 1 MiB between two ranks, not among four.
+  // Single copy pays for a broadcast from 32 KiB between two ranks, not among four.
   EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::Broadcast, 64 << 20, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::Broadcast, 16 << 10, one_host(2)), "shm_flat");
   EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(4)), "shm_flat");
-  EXPECT_EQ(pick(Collective::Broadcast, 256 << 10, one_host(4)), "shm_cma");
+  EXPECT_EQ(pick(Collective::Broadcast, 256 << 10, one_host(4)), "shm_flat");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(2)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(4)), "shm_rs_ag");
   EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");
