@@ -13,10 +13,11 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // A deadline `timeout` from now. A negative or huge timeout is clamped (never overflows).
-  explicit Deadline(std::chrono::milliseconds timeout) {
+  // A deadline `timeout` after `from` (now). A negative or huge timeout is clamped (never
+  // overflows). `from` lets a caller that has just read the clock not read it again.
+  explicit Deadline(std::chrono::milliseconds timeout, Clock::time_point from = Clock::now()) {
     auto ms = std::clamp<long long>(timeout.count(), 0, kMaxMs);
-    at_ = Clock::now() + std::chrono::milliseconds(ms);
+    at_ = from + std::chrono::milliseconds(ms);
   }
   static Deadline never() { return Deadline(std::chrono::milliseconds(kMaxMs)); }
   static Deadline at(Clock::time_point t) {

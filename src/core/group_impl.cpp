@@ -78,11 +78,12 @@ int ProcessGroup::Impl::group_rank_of(int global, const std::string& what, const
   return static_cast<int>(it - ranks.begin());
 }
 
-OpContext ProcessGroup::Impl::context(const CallSignature& sig, uint64_t seq, bool p2p) const {
+OpContext ProcessGroup::Impl::context(const CallSignature& sig, uint64_t seq, bool p2p,
+                                      Deadline::Clock::time_point now) const {
   OpContext op;
   op.sig = sig;
   op.seq = seq;
-  op.deadline = Deadline(options.timeout);
+  op.deadline = Deadline(options.timeout, now);
   op.timeout = options.timeout;
   op.p2p = p2p;
   return op;
@@ -96,9 +97,10 @@ Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(con
   uint64_t id = recorder ? recorder->queued(sig, seq, false) : 0;
   queue->push(
       [this, sig, seq, id, state, body = std::move(body)] {
-        observe::CallScope scope(recorder.get(), id, seq, false);
+        const auto now = Deadline::Clock::now();
+        observe::CallScope scope(recorder.get(), id, seq, false, now);
         std::shared_ptr<DeviceCompletion> device;
-        OpContext c = context(sig, seq, false);
+        OpContext c = context(sig, seq, false, now);
         c.completion = &device;
         body(c);
         scope.done();
@@ -131,9 +133,10 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
   queue->reserve(false);
   uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
   auto run = [this, sig, states, id, body = std::move(body)] {
-    observe::CallScope scope(recorder.get(), id, 0, true);
+    const auto now = Deadline::Clock::now();
+    observe::CallScope scope(recorder.get(), id, 0, true, now);
     std::shared_ptr<DeviceCompletion> device;
-    OpContext c = context(sig, 0, true);
+    OpContext c = context(sig, 0, true, now);
     c.completion = &device;
     int peer = body(c);
     scope.done();

@@ -70,7 +70,8 @@ struct ProcessGroup::Impl {
   int size() const { return static_cast<int>(ranks.size()); }
   // Group rank of a world rank given by the caller as `role` (e.g. "root") of `what`.
   int group_rank_of(int global, const std::string& what, const char* role) const;
-  OpContext context(const CallSignature& sig, uint64_t seq, bool p2p) const;
+  // The call's context; its deadline runs from `now`, the clock read its record also took.
+  OpContext context(const CallSignature& sig, uint64_t seq, bool p2p, Deadline::Clock::time_point now) const;
 
   // Issues a collective numbered in this group's sequence: queued, or — when the caller will
   // wait for it (a blocking form, see SyncIntent) and nothing else is queued — run right now
@@ -80,8 +81,8 @@ struct ProcessGroup::Impl {
     if (SyncIntent::take())
       if (auto seq = queue->claim_inline(true)) {
         std::shared_ptr<DeviceCompletion> device;
-        run_inline(sig, *seq, false, [&] {
-          OpContext c = context(sig, *seq, false);
+        run_inline(sig, *seq, false, [&](Deadline::Clock::time_point now) {
+          OpContext c = context(sig, *seq, false, now);
           c.completion = &device;
           body(c);
         });
@@ -95,8 +96,8 @@ struct ProcessGroup::Impl {
     if (SyncIntent::take() && works == 1 && queue->claim_inline(false)) {
       int peer = -1;
       std::shared_ptr<DeviceCompletion> device;
-      run_inline(sig, 0, true, [&] {
-        OpContext c = context(sig, 0, true);
+      run_inline(sig, 0, true, [&](Deadline::Clock::time_point now) {
+        OpContext c = context(sig, 0, true, now);
         c.completion = &device;
         peer = body(c);
       });
@@ -127,8 +128,9 @@ struct ProcessGroup::Impl {
   template <typename F>
   void run_inline(const CallSignature& sig, uint64_t seq, bool p2p, F&& run) {
     try {
-      observe::CallScope scope(recorder.get(), sig, seq, p2p);
-      run();
+      const auto now = Deadline::Clock::now();
+      observe::CallScope scope(recorder.get(), sig, seq, p2p, now);
+      run(now);
       scope.done();
     } catch (...) {
       on_failure(std::current_exception());

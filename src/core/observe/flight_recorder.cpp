@@ -21,10 +21,16 @@ thread_local char t_label[32] = {};
 
 }  // namespace
 
-int64_t wall_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+int64_t wall_ns_at(std::chrono::steady_clock::time_point t) {
+  auto ns = [](std::chrono::steady_clock::time_point p) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
+  };
+  static const int64_t offset = [&] {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - ns(std::chrono::steady_clock::now());
+  }();
+  return ns(t) + offset;
 }
 
 ActiveCall*& active_call() { return t_active; }
@@ -144,11 +150,11 @@ uint64_t FlightRecorder::queued(const CallSignature& sig, uint64_t seq, bool p2p
   return append(sig, seq, p2p, now);
 }
 
-void FlightRecorder::started(uint64_t id, uint64_t seq, bool p2p, ActiveCall& call) {
+void FlightRecorder::started(uint64_t id, uint64_t seq, bool p2p, int64_t now, ActiveCall& call) {
   call.id = id;
   call.seq = seq;
   call.p2p = p2p;
-  call.started_ns = wall_ns();
+  call.started_ns = now;
   std::lock_guard<SpinLock> g(m_);
   if (!p2p) progress_.entered = static_cast<int64_t>(seq);
   if (FlightRecord* r = find(id)) {
@@ -157,10 +163,10 @@ void FlightRecorder::started(uint64_t id, uint64_t seq, bool p2p, ActiveCall& ca
   }
 }
 
-void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool p2p, ActiveCall& call) {
+void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now, ActiveCall& call) {
   call.seq = seq;
   call.p2p = p2p;
-  call.started_ns = wall_ns();
+  call.started_ns = now;
   std::lock_guard<SpinLock> g(m_);
   call.id = append(sig, seq, p2p, call.started_ns);
   FlightRecord& r = slot(call.id);

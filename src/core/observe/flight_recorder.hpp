@@ -67,9 +67,10 @@ class FlightRecorder {
 
   // A call issued to the queue (under the group's issue lock, so in number order).
   uint64_t queued(const CallSignature& sig, uint64_t seq, bool p2p);
-  // The queued call `id` starts to run in this thread / a call runs inline right away.
-  void started(uint64_t id, uint64_t seq, bool p2p, ActiveCall& call);
-  void started_inline(const CallSignature& sig, uint64_t seq, bool p2p, ActiveCall& call);
+  // The queued call `id` starts to run in this thread / a call runs inline right away, at
+  // `now` (wall_ns).
+  void started(uint64_t id, uint64_t seq, bool p2p, int64_t now, ActiveCall& call);
+  void started_inline(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now, ActiveCall& call);
   void finished(const ActiveCall& call, bool failed);
   // The running call has blocked on `call.waiting_on` for a while (WaitScope).
   void publish_wait(const ActiveCall& call);
@@ -108,16 +109,18 @@ class FlightRecorder {
 // SPMD_FLIGHT_RECORDER: records kept per group (default 256; 0 = off).
 size_t recorder_capacity();
 
-// Runs one call under the recorder: `CallScope scope(recorder, id)` for a queued call,
-// `CallScope scope(recorder, sig, seq, p2p)` for one that runs inline; done() when it
-// returned, else the destructor records a failure. A null recorder records nothing.
+// Runs one call under the recorder: `CallScope scope(recorder, id, seq, p2p, now)` for a
+// queued call, `CallScope scope(recorder, sig, seq, p2p, now)` for one that runs inline (`now`:
+// the clock read that also starts the call's deadline); done() when it returned, else the
+// destructor records a failure. A null recorder records nothing.
 class CallScope {
  public:
-  CallScope(FlightRecorder* r, uint64_t id, uint64_t seq, bool p2p) : rec_(r) {
-    if (rec_ != nullptr) rec_->started(id, seq, p2p, enter());
+  using Clock = std::chrono::steady_clock;
+  CallScope(FlightRecorder* r, uint64_t id, uint64_t seq, bool p2p, Clock::time_point now = Clock::now()) : rec_(r) {
+    if (rec_ != nullptr) rec_->started(id, seq, p2p, wall_ns_at(now), enter());
   }
-  CallScope(FlightRecorder* r, const CallSignature& sig, uint64_t seq, bool p2p) : rec_(r) {
-    if (rec_ != nullptr) rec_->started_inline(sig, seq, p2p, enter());
+  CallScope(FlightRecorder* r, const CallSignature& sig, uint64_t seq, bool p2p, Clock::time_point now = Clock::now()) : rec_(r) {
+    if (rec_ != nullptr) rec_->started_inline(sig, seq, p2p, wall_ns_at(now), enter());
   }
   ~CallScope() {
     if (rec_ != nullptr) leave();
