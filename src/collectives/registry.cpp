@@ -25,7 +25,7 @@ const Algorithm kAlgorithms[] = {
     {Collective::AllReduce, "shm_rs_ag", shm_rs_ag_all_reduce, kShm, "reduce-scatter + all-gather through the slots"},
     {Collective::AllReduce, "shm_cma", shm_cma_all_reduce, kCma, "single copy: each rank reduces its slice of every buffer"},
     {Collective::Broadcast, "shm_flat", shm_flat_broadcast, kShm, "through the root's slot"},
-    {Collective::Broadcast, "shm_cma", shm_cma_broadcast, kCma, "single copy: every rank reads the root's buffer"},
+    {Collective::Broadcast, "shm_cma", shm_cma_broadcast, kCma, "single copy: receivers read, the root writes a share"},
     {Collective::Reduce, "shm_flat", shm_flat_reduce, kShm, "through the slots; the root folds"},
     {Collective::Reduce, "shm_cma", shm_cma_reduce, kCma, "single copy: each rank reduces a slice into the root"},
     {Collective::AllGather, "shm_flat", shm_flat_all_gather, kShm, "through the slots"},
