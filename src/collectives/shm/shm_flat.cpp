@@ -66,7 +66,8 @@ void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
     if (!everyone && g.rank() != a.root) return;
     for (int q = 0; q < g.size(); ++q) {
       char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
-      if (out + first != input + first) copy_bytes(out + first, s.of(q), m);
+      if (q != g.rank()) copy_bytes(out + first, s.of(q), m);
+      else if (!everyone && out != input) copy_bytes(out + first, input + first, m);  // all_gather: the backend did
     }
   });
 }
@@ -87,17 +88,28 @@ void shm_flat_scatter(AlgoContext& c, const CollArgs& a) {
   });
 }
 
+// Our own block is folded straight from the input (peers never read it) when the output does
+// not overlap it — or is it, and rank order reads it in the first step (ranks 0 and 1), before
+// the fold writes the output. Otherwise it goes through the slot like the others.
 void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   const size_t es = dtype_size(a.data.dtype), p = static_cast<size_t>(g.size());
   const size_t me = static_cast<size_t>(g.rank());
+  const char* own = static_cast<const char*>(a.blocks[me].data);
+  const char* out = static_cast<const char*>(a.data.data);
+  const size_t bytes = a.data.bytes();
+  const bool own_direct = own + bytes <= out || out + bytes <= own || (own == out && me < 2);
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), p * m * es);
     for (size_t q = 0; q < p; ++q)
-      copy_bytes(s.mine() + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
+      if (q != me || !own_direct)
+        copy_bytes(s.mine() + q * m * es, static_cast<const char*>(a.blocks[q].data) + first * es, m * es);
     s.arrive(c.op);
     fold_in_rank_order(a.fn, static_cast<char*>(a.data.data) + first * es, g.size(),
-                       [&](int q) { return s.of(q) + me * m * es; }, m, m * es);
+                       [&](int q) -> const char* {
+                         return q == static_cast<int>(me) && own_direct ? own + first * es : s.of(q) + me * m * es;
+                       },
+                       m, m * es);
   });
 }
 

@@ -149,9 +149,18 @@ inline void check_reduce_scatter(ProcessGroup& g, int world) {
         Buffer in(t, n * static_cast<size_t>(world)), out(t, n);
         for (size_t i = 0; i < in.count(); ++i) in.set(i, reduce_input(op, g.rank(), i));
         g.reduce_scatter_from(out.view(), in.view(), op);
-        expect_elements(out, n, [&](size_t i) {
-          return reference_reduce(t, op, world, (static_cast<size_t>(g.rank()) * n + i) % 13);
-        }, std::string("reduce_scatter ") + reduce_op_name(op) + " " + label(t, n, world), tolerance_for(t, op));
+        auto want = [&](size_t i) { return reference_reduce(t, op, world, (static_cast<size_t>(g.rank()) * n + i) % 13); };
+        expect_elements(out, n, want, std::string("reduce_scatter ") + reduce_op_name(op) + " " + label(t, n, world),
+                        tolerance_for(t, op));
+        // In place, as torch users write it: the output is this rank's block of the input.
+        for (size_t i = 0; i < in.count(); ++i) in.set(i, reduce_input(op, g.rank(), i));
+        TensorView whole = in.view();
+        TensorView own(static_cast<char*>(whole.data) + static_cast<size_t>(g.rank()) * n * dtype_size(t), n, t, whole.device);
+        g.reduce_scatter_from(own, whole, op);
+        expect_elements(in, in.count(), [&](size_t i) {
+          const size_t block = i / std::max<size_t>(n, 1);
+          return block == static_cast<size_t>(g.rank()) ? want(i % n) : in.round_trip(reduce_input(op, g.rank(), i));
+        }, std::string("reduce_scatter in place ") + reduce_op_name(op) + " " + label(t, n, world), tolerance_for(t, op));
       }
 }
 
