@@ -29,8 +29,9 @@ constexpr size_t kPipeBytes = 64 << 10;   // ring of each ordered pair
 constexpr uint32_t kSegmentMagic = 0x53484d53;
 constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)
 
+constexpr size_t kRecordData = 24;  // data that may travel in a Record instead of a slot
+
 // One rank's call in one epoch: compared by every other local rank.
-constexpr size_t kRecordData = 24;  // data that travels in the record instead of a slot
 struct Record {
   uint64_t seq = 0;        // the call's number in its group
   uint64_t count = 0;
