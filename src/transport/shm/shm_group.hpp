@@ -110,7 +110,9 @@ class ShmGroup {
   }
 
  private:
-  bool idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start) const;
+  bool idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start);
+  // sched_yield(), noting whether another thread ran meanwhile (shares_core_).
+  void yield_and_learn();
   // Sleeps on our doorbell unless it moved past `seen` (at most 10 ms).
   void sleep_once(uint32_t seen, const OpContext& op);
   // While still waiting: raises the abort record, a dead or departed peer (PeerLost), or
@@ -135,7 +137,12 @@ class ShmGroup {
   uint64_t epoch_ = 0;
   static constexpr int kQuickPolls = 64;
   static constexpr std::chrono::microseconds kPureSpin{3};  // spin without yielding this long
+  // A yield that returns later than this let another thread run on our core.
+  static constexpr std::chrono::microseconds kOtherRan{2};
   std::chrono::nanoseconds spin_{0}, yield_{0};
+  // The last yield of a wait let another thread run: the rank we wait for probably shares our
+  // core (the scheduler put both ranks on one CPU), so waits yield at once instead of spinning.
+  bool shares_core_ = false;
   std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
   std::optional<std::pair<ErrorKind, std::string>> broken_;
   std::vector<char> scratch_;
@@ -156,8 +163,9 @@ void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missi
   if (ready()) return;
   check_usable();
   // With a core to spare, a peer usually arrives within a few hundred cycles: poll that long
-  // before reading any clock or telling the flight recorder about a wait.
-  if (spin_.count() > 0)
+  // before reading any clock or telling the flight recorder about a wait (unless the last
+  // yield found the peer sharing our core: then it cannot arrive before we yield).
+  if (spin_.count() > 0 && !shares_core_)
     for (int i = 0; i < kQuickPolls; ++i) {
       cpu_relax();
       if (ready()) return;
