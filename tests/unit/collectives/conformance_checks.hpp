@@ -152,7 +152,9 @@ inline void check_reduce_scatter(ProcessGroup& g, int world) {
         auto want = [&](size_t i) { return reference_reduce(t, op, world, (static_cast<size_t>(g.rank()) * n + i) % 13); };
         expect_elements(out, n, want, std::string("reduce_scatter ") + reduce_op_name(op) + " " + label(t, n, world),
                         tolerance_for(t, op));
-        // In place, as torch users write it: the output is this rank's block of the input.
+        // In place, as torch users write it: the output is this rank's block of the input (one
+        // dtype per size: what differs is the aliasing, not the arithmetic).
+        if (t != dtypes_for(n).front()) continue;
         for (size_t i = 0; i < in.count(); ++i) in.set(i, reduce_input(op, g.rank(), i));
         TensorView whole = in.view();
         TensorView own(static_cast<char*>(whole.data) + static_cast<size_t>(g.rank()) * n * dtype_size(t), n, t, whole.device);
