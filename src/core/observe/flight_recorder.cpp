@@ -125,15 +125,20 @@ FlightRecorder::FlightRecorder(std::string name, std::vector<int> ranks, size_t 
 
 uint64_t FlightRecorder::append(const CallSignature& sig, uint64_t seq, bool p2p, int64_t now) {
   uint64_t id = next_id_++;
+  // Every field written, none zeroed twice: this runs on every call (the label only when set;
+  // readers stop at its first NUL).
   FlightRecord& r = slot(id);
-  r = FlightRecord{};
   r.id = id;
-  r.p2p = p2p;
   r.seq = p2p ? p2p_count_++ : seq;
+  r.p2p = p2p;
   r.sig = sig;
+  r.state = CallState::Queued;
+  r.waiting_on = -1;
   r.queued_ns = now;
+  r.started_ns = r.ended_ns = r.wait_ns = 0;
   const char* label = TraceLabel::current();
   if (label[0] != '\0') std::memcpy(r.label, label, sizeof r.label);
+  else r.label[0] = '\0';
   if (p2p) ++progress_.p2p_issued;
   else progress_.queued = static_cast<int64_t>(seq);
   return id;
@@ -176,22 +181,30 @@ void FlightRecorder::started_inline(const CallSignature& sig, uint64_t seq, bool
 }
 
 void FlightRecorder::finished(const ActiveCall& call, bool failed) {
-  int64_t now = wall_ns();
-  std::optional<FlightRecord> copy;  // for the sink, outside the lock
-  {
-    std::lock_guard<SpinLock> g(m_);
+  const int64_t now = wall_ns();
+  auto close = [&]() -> FlightRecord* {
     if (call.p2p) ++progress_.p2p_finished;
     else if (!failed) progress_.completed = static_cast<int64_t>(call.seq);
     progress_.failed = progress_.failed || failed;
-    if (FlightRecord* r = find(call.id)) {
+    FlightRecord* r = find(call.id);
+    if (r != nullptr) {
       r->state = failed ? CallState::Failed : CallState::Completed;
       r->ended_ns = now;
       r->sig.algo = call.algo;
       r->wait_ns = call.wait_ns;
-      if (failed) r->waiting_on = call.waiting_on;  // what it last waited for, kept for the dump
-      else r->waiting_on = -1;
-      if (sink_ != nullptr) copy = *r;
+      r->waiting_on = failed ? call.waiting_on : -1;  // what it last waited for, kept for the dump
     }
+    return r;
+  };
+  if (sink_ == nullptr) {  // the latency path: no copy of the record
+    std::lock_guard<SpinLock> g(m_);
+    close();
+    return;
+  }
+  std::optional<FlightRecord> copy;  // for the sink, outside the lock
+  {
+    std::lock_guard<SpinLock> g(m_);
+    if (FlightRecord* r = close()) copy = *r;
   }
   if (copy) sink_->add(*copy, track_, name_);
 }
