@@ -67,7 +67,8 @@ void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
     for (int q = 0; q < g.size(); ++q) {
       char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
       if (q != g.rank()) copy_bytes(out + first, s.of(q), m);
-      else if (!everyone && out != input) copy_bytes(out + first, input + first, m);  // all_gather: the backend did
+      // The root of a gather copies its own block; an all_gather's was copied by the backend.
+      else if (!everyone && out != input) copy_bytes(out + first, input + first, m);
     }
   });
 }
@@ -96,9 +97,9 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const size_t es = dtype_size(a.data.dtype), p = static_cast<size_t>(g.size());
   const size_t me = static_cast<size_t>(g.rank());
   const char* own = static_cast<const char*>(a.blocks[me].data);
-  const char* out = static_cast<const char*>(a.data.data);
+  const auto own_at = reinterpret_cast<uintptr_t>(own), out_at = reinterpret_cast<uintptr_t>(a.data.data);
   const size_t bytes = a.data.bytes();
-  const bool own_direct = own + bytes <= out || out + bytes <= own || (own == out && me < 2);
+  const bool own_direct = own_at + bytes <= out_at || out_at + bytes <= own_at || (own_at == out_at && me < 2);
   in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), p * m * es);
     for (size_t q = 0; q < p; ++q)

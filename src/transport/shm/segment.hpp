@@ -31,6 +31,12 @@ constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the 
 
 constexpr size_t kRecordData = 24;  // data that may travel in a Record instead of a slot
 
+// Where a rank's buffer is, for the remote-memory algorithms.
+struct RemoteBuffer {
+  uint64_t address;  // the rank's buffer
+  uint64_t bytes;    // bytes this rank contributes (sizes that differ by rank)
+};
+
 // One rank's call in one epoch: compared by every other local rank.
 struct Record {
   uint64_t seq = 0;        // the call's number in its group
@@ -44,10 +50,7 @@ struct Record {
   // algorithms), or for small calls the rank's data itself, which peers then read from the
   // line that told them it arrived instead of missing again on its slot.
   union {
-    struct {
-      uint64_t address;  // the rank's buffer
-      uint64_t bytes;    // bytes this rank contributes (sizes that differ by rank)
-    } buffer;
+    RemoteBuffer buffer;
     unsigned char data[kRecordData] = {};
   };
 };
