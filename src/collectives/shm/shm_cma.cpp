@@ -7,10 +7,9 @@
 // of every peer's buffer chunk by chunk into cache-resident scratch, folds in rank order, and
 // writes the result back into every buffer. Ranks touch disjoint slices, so no rank waits for
 // another until the end, where everyone waits for everyone (their buffers stay valid until all
-// transfers into and out of them are done).
+// transfers into and out of them are done; on an error, ShmGroup::abort waits for them).
 #include "collectives/shm/shm_algorithms.hpp"
 #include "collectives/shm/shm_common.hpp"
-#include "transport/remote_memory.hpp"
 
 namespace spmd::algo {
 
@@ -21,9 +20,7 @@ namespace {
 constexpr size_t kChunkBytes = 256 << 10;  // per transfer: scratch stays in L2 while folded
 
 struct Peer {
-  int32_t pid;
-  uint64_t address;
-  int global;
+  uint64_t address;  // of its buffer
 };
 
 // Element range of rank q's slice of n elements, whole pages where the vector allows.
@@ -42,12 +39,12 @@ std::vector<Peer> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const 
   r.buffer.bytes = bytes;
   g.arrive_and_check(epoch, op, r);
   std::vector<Peer> peers;
-  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), g.record(q, epoch).buffer.address, g.global(q)});
+  for (int q = 0; q < g.size(); ++q) peers.push_back({g.record(q, epoch).buffer.address});
   return peers;
 }
 
 // Lists of buffers (one per rank) are published in the slot as (address, bytes) pairs.
-std::vector<Peer> meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, std::span<const TensorView> blocks) {
+void meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, std::span<const TensorView> blocks) {
   epoch = g.begin_epoch(op);
   auto* table = reinterpret_cast<uint64_t*>(g.slot(g.rank(), epoch));
   for (size_t q = 0; q < blocks.size(); ++q) {
@@ -55,9 +52,6 @@ std::vector<Peer> meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, 
     table[2 * q + 1] = blocks[q].bytes();
   }
   g.arrive_and_check(epoch, op, Record{});
-  std::vector<Peer> peers;
-  for (int q = 0; q < g.size(); ++q) peers.push_back({g.pid(q), 0, g.global(q)});
-  return peers;
 }
 
 // Rank q's entry for rank `to` in its published table.
@@ -86,11 +80,11 @@ void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& 
   for (size_t at = lo; at < hi; at += chunk) {
     const size_t m = std::min(chunk, hi - at), bytes = m * es, off = at * es;
     for (int q = 0; q < p; ++q)
-      if (q != me) read_remote(peers[q].pid, peers[q].address + off, buf(q), bytes, peers[q].global);
+      if (q != me) g.read_peer(q, peers[q].address + off, buf(q), bytes);
     fold_in_rank_order(a.fn, acc, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, bytes);
     for (int q : targets) {
       if (q == me) copy_bytes(own + off, acc, bytes);
-      else write_remote(peers[q].pid, peers[q].address + off, acc, bytes, peers[q].global);
+      else g.write_peer(q, peers[q].address + off, acc, bytes);
     }
   }
 }
@@ -126,15 +120,14 @@ void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
   const size_t bytes = a.data.bytes(), p = static_cast<size_t>(g.size());
   const size_t split = std::min(bytes, (bytes / p * (p - 1) + 4095) / 4096 * 4096);
   if (g.rank() != a.root) {
-    const Peer& root = peers[static_cast<size_t>(a.root)];
-    read_remote(root.pid, root.address, a.data.data, split, root.global);
+    g.read_peer(a.root, peers[static_cast<size_t>(a.root)].address, a.data.data, split);
     g.post_step(e, 1);
     if (split < bytes) g.wait_step(a.root, e, 1, c.op);  // the root's part has arrived
   } else {
     const auto* src = static_cast<const char*>(a.data.data) + split;
     for (int k = 1; k < g.size() && split < bytes; ++k) {
-      const Peer& q = peers[static_cast<size_t>((a.root + k) % g.size())];
-      write_remote(q.pid, q.address + split, src, bytes - split, q.global);
+      const int q = (a.root + k) % g.size();
+      g.write_peer(q, peers[static_cast<size_t>(q)].address + split, src, bytes - split);
     }
     g.post_step(e, 1);
     g.wait_all_steps(e, 1, c.op);  // our buffer stays valid until every rank has read it
@@ -147,7 +140,7 @@ void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
   auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
   for (int k = 1; k < g.size(); ++k) {
     const int q = (g.rank() + k) % g.size();
-    read_remote(peers[q].pid, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes(), peers[q].global);
+    g.read_peer(q, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
   }
   finish(g, e, c.op);
 }
@@ -159,7 +152,7 @@ void shm_cma_gather(AlgoContext& c, const CollArgs& a) {
   if (g.rank() == a.root) {
     for (int q = 0; q < g.size(); ++q)
       if (q != a.root)
-        read_remote(peers[q].pid, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes(), peers[q].global);
+        g.read_peer(q, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
     if (a.blocks[static_cast<size_t>(a.root)].data != a.data.data)
       copy_bytes(a.blocks[static_cast<size_t>(a.root)].data, a.data.data, a.data.bytes());
     g.post_step(e, 1);
@@ -172,15 +165,14 @@ void shm_cma_scatter(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
   std::vector<TensorView> none(static_cast<size_t>(g.size()));
-  auto peers = meet_lists(g, c.op, e, g.rank() == a.root ? a.blocks : std::span<const TensorView>(none));
+  meet_lists(g, c.op, e, g.rank() == a.root ? a.blocks : std::span<const TensorView>(none));
   if (g.rank() == a.root) {
     const TensorView& own = a.blocks[static_cast<size_t>(a.root)];
     if (own.data != a.data.data) copy_bytes(a.data.data, own.data, a.data.bytes());
     g.wait_all_steps(e, 1, c.op);
   } else {
     auto [address, bytes] = entry(g, e, a.root, g.rank());
-    const Peer& root = peers[static_cast<size_t>(a.root)];
-    read_remote(root.pid, address, a.data.data, std::min<uint64_t>(bytes, a.data.bytes()), root.global);
+    g.read_peer(a.root, address, a.data.data, std::min<uint64_t>(bytes, a.data.bytes()));
     g.post_step(e, 1);
   }
 }
@@ -189,7 +181,7 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   const int p = g.size(), me = g.rank();
   uint64_t e = 0;
-  auto peers = meet_lists(g, c.op, e, a.blocks);
+  meet_lists(g, c.op, e, a.blocks);
   const size_t es = dtype_size(a.data.dtype), bytes = a.data.bytes();
   const size_t chunk = std::max<size_t>(1, kChunkBytes / es);
   char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
@@ -198,7 +190,7 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   for (size_t at = 0; at < a.data.count; at += chunk) {
     const size_t m = std::min(chunk, a.data.count - at), off = at * es;
     for (int q = 0; q < p; ++q)
-      if (q != me) read_remote(peers[q].pid, entry(g, e, q, me).first + off, buf(q), m * es, peers[q].global);
+      if (q != me) g.read_peer(q, entry(g, e, q, me).first + off, buf(q), m * es);
     fold_in_rank_order(a.fn, buf(p), p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
     copy_bytes(static_cast<char*>(a.data.data) + off, buf(p), m * es);
   }
@@ -210,7 +202,7 @@ void shm_cma_all_to_all(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   const int p = g.size(), me = g.rank();
   uint64_t e = 0;
-  auto peers = meet_lists(g, c.op, e, a.blocks);
+  meet_lists(g, c.op, e, a.blocks);
   for (int k = 0; k < p; ++k) {
     const int q = (me + k) % p;
     const TensorView& out = a.blocks2[static_cast<size_t>(q)];
@@ -224,7 +216,7 @@ void shm_cma_all_to_all(AlgoContext& c, const CollArgs& a) {
       if (out.data != a.blocks[static_cast<size_t>(me)].data && bytes)
         std::memmove(out.data, a.blocks[static_cast<size_t>(me)].data, bytes);
     } else {
-      read_remote(peers[q].pid, address, out.data, bytes, peers[q].global);
+      g.read_peer(q, address, out.data, bytes);
     }
   }
   finish(g, e, c.op);

@@ -81,6 +81,9 @@ struct RankLines {
   alignas(kLine) std::atomic<uint32_t> doorbell{0};  // futex word this rank sleeps on
   std::atomic<uint32_t> sleeping{0};                 // 1 while it may be asleep on it
   std::atomic<uint32_t> left{0};                     // 1 once this rank destroyed its group
+  // 1 while this rank copies to or from a peer's own memory (process_vm_readv/writev): a rank
+  // that fails waits for it to drop before its caller gets the buffers back.
+  alignas(kLine) std::atomic<uint32_t> copying{0};
   alignas(kLine) int32_t pid = 0;
   int32_t global_rank = -1;
   uint32_t remote_ok = 0;  // set-up: 1 when this rank can reach every peer's memory

@@ -14,6 +14,12 @@
 //   peers' pidfds (a dead peer raises PeerLost naming it), the abort record and the deadline.
 // - Aborts. A rank that fails writes why into the segment header and wakes everyone: peers
 //   not directly involved learn of it at once instead of waiting out their deadline.
+// - Copies between ranks' own buffers (the single-copy algorithms). A rank that fails may
+//   return to its caller while peers are still inside the call; were they still copying into
+//   or out of its buffers, the caller would find its memory changed after the call returned,
+//   or a peer would return data the caller had since overwritten. So every copy marks itself
+//   (`copying`) and then checks the abort record, and a failing rank, after writing the abort
+//   record, waits until no peer is marked: one of the two always sees the other.
 #pragma once
 
 #include <sched.h>
@@ -81,6 +87,13 @@ class ShmGroup {
   void wait_step(int local, uint64_t epoch, int k, const OpContext& op);
   void wait_all_steps(uint64_t epoch, int k, const OpContext& op);
 
+  // --- copies to and from peers' buffers (process_vm_readv/writev) ---
+  // Copy `bytes` between our memory and local rank `local`'s at `address`, in pieces, each
+  // refused (raising why the group stopped) once any rank has aborted it. PeerLost if the peer
+  // exited, System if the kernel refuses.
+  void read_peer(int local, uint64_t address, void* dst, size_t bytes);
+  void write_peer(int local, uint64_t address, const void* src, size_t bytes);
+
   // --- waiting and waking ---
   // Waits until ready() (which reads segment atomics), against op's deadline. awaited(q) says
   // whether we still wait for local rank q (its death or departure is then fatal: PeerLost);
@@ -125,6 +138,12 @@ class ShmGroup {
   };
   void check_health(const OpContext& op, const Erased& what) const;
   void check_peers_alive(const OpContext& op, const Erased& what) const;
+  void copy_with_peer(bool reading, int local, uint64_t address, char* mine, size_t bytes);
+  // Raises the abort record once the failing rank has finished writing it.
+  [[noreturn]] void raise_stopped() const;
+  // After our abort: waits (at most kCopyDrain) until no peer copies to or from our memory.
+  void wait_for_peer_copies() const noexcept;
+  bool exited(int local) const;
   [[noreturn]] void raise_mismatch(uint64_t epoch, const OpContext& op, const Record& mine) const;
   void setup_barrier(std::atomic<uint32_t>& counter, const char* what, const std::string& where_text);
 
@@ -136,6 +155,10 @@ class ShmGroup {
   bool remote_memory_ = false;
   uint64_t epoch_ = 0;
   static constexpr int kQuickPolls = 64;
+  // A copy in flight is one piece (a few hundred µs): far less than this, unless the peer was
+  // stopped (SIGSTOP, a debugger) in the middle of one, which no wait can outlast.
+  static constexpr std::chrono::seconds kCopyDrain{1};
+  static constexpr size_t kCopyPiece = 4 << 20;  // bytes per checked copy
   static constexpr std::chrono::microseconds kPureSpin{3};  // spin without yielding this long
   // A yield that returns later than this let another thread run on our core.
   static constexpr std::chrono::microseconds kOtherRan{2};

@@ -3,9 +3,16 @@
 //   check       — a representative set of collectives against references; exits 0 when right
 //   die-mid-op  — rank WORLD_SIZE-1 waits to be killed (SIGKILL by the driver) while
 //                 the others run an all_reduce; they must report PeerLost naming it
+//   stopped-root — two ranks broadcast 256 MiB from rank 1 until the driver stops rank 1
+//                 (SIGSTOP) and rank 0 times out; rank 0 then overwrites its buffer, waits
+//                 until the driver has let rank 1 run on and seen it exit (the file
+//                 SPMD_TEST_GO_FILE exists), and exits 0 only if its buffer still holds what
+//                 it wrote: nothing of the failed call may land in it after it returned.
+//                 (The root is rank 1 because rank 0 hosts the store the hang report uses.)
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -84,6 +91,31 @@ int die_mid_op(spmd::ProcessGroup& w) {
   }
 }
 
+int stopped_root(spmd::ProcessGroup& w) {
+  const int root = 1;
+  std::vector<uint8_t> buf(size_t(256) << 20, 1);
+  w.broadcast(buf, root);
+  if (w.rank() == root) {
+    std::printf("root ready\n");
+    std::fflush(stdout);
+  }
+  try {
+    for (;;) w.broadcast(buf, root);
+  } catch (const spmd::Error& e) {
+    std::printf("rank %d caught %s: %s\n", w.rank(), spmd::error_kind_name(e.kind()), e.what());
+    std::fflush(stdout);
+  }
+  if (w.rank() == root) return 0;
+  std::fill(buf.begin(), buf.end(), uint8_t{0x5a});
+  std::printf("rank %d left the call\n", w.rank());
+  std::fflush(stdout);
+  const char* go = std::getenv("SPMD_TEST_GO_FILE");
+  for (int i = 0; go && i < 600 && ::access(go, F_OK) != 0; ++i) ::usleep(100000);
+  for (size_t i = 0; i < buf.size(); ++i)
+    if (buf[i] != 0x5a) return fail("byte " + std::to_string(i) + " of the buffer changed after the failed broadcast returned");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +126,7 @@ int main(int argc, char** argv) {
     spmd::ProcessGroup& w = spmd::init(init);
     if (!spmd::is_initialized() || &spmd::world() != &w) return fail("world() after init()");
     int rank = w.rank();
-    int rc = mode == "die-mid-op" ? die_mid_op(w) : check(w);
+    int rc = mode == "die-mid-op" ? die_mid_op(w) : mode == "stopped-root" ? stopped_root(w) : check(w);
     spmd::destroy();
     if (spmd::is_initialized()) return fail("still initialised after destroy()");
     if (rc == 0 && mode == "check") std::printf("rank %d ok\n", rank);

@@ -106,4 +106,57 @@ TEST(MultiProcess, KilledRankGivesPeerLostPromptly) {
   }
 }
 
+// Reads `from` until `word` appears (at most `seconds`); returns what was read.
+std::string read_until(int from, const std::string& word, int seconds) {
+  std::string out;
+  char buf[256];
+  pollfd p{from, POLLIN, 0};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (out.find(word) == std::string::npos && std::chrono::steady_clock::now() < until && ::poll(&p, 1, 1000) >= 0) {
+    if (!(p.revents & (POLLIN | POLLHUP))) continue;
+    ssize_t n = ::read(from, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// A rank that gives up on a call (its deadline passed while the root was stopped) gets its
+// buffer back for good: when the root runs on, it must not go on writing the rest of the
+// broadcast into it (single-copy broadcast: the root writes part of every receiver's buffer).
+TEST(MultiProcess, BufferOfARankThatLeftOnAnErrorStaysItsOwn) {
+  char dir_template[] = "/tmp/spmd-stop-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string go = std::string(dir_template) + "/go";
+  int port = free_port();
+  int root_out[2], receiver_out[2];
+  ASSERT_EQ(::pipe(root_out), 0);
+  ASSERT_EQ(::pipe(receiver_out), 0);
+  auto env = [&](int r) {
+    auto e = rank_env(r, 2, port);
+    e.back() = "SPMD_TIMEOUT=2";
+    e.push_back("SPMD_TEST_GO_FILE=" + go);
+    return e;
+  };
+  Child receiver({SPMD_WORKER, "stopped-root"}, env(0), receiver_out[1]);
+  Child root({SPMD_WORKER, "stopped-root"}, env(1), root_out[1]);
+  ::close(root_out[1]);
+  ::close(receiver_out[1]);
+  std::string said = read_until(root_out[0], "ready", 60);
+  ASSERT_NE(said.find("ready"), std::string::npos) << "the root never got ready: " << said;
+  // Somewhere in the loop of broadcasts: about half of the root's time goes to writing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300 + std::rand() % 100));
+  root.kill(SIGSTOP);
+  said = read_until(receiver_out[0], "left the call", 60);
+  EXPECT_NE(said.find("caught Timeout"), std::string::npos) << said;
+  root.kill(SIGCONT);
+  EXPECT_EQ(root.wait(std::chrono::seconds(30)), 0);
+  ::close(::open(go.c_str(), O_CREAT | O_WRONLY, 0600));
+  EXPECT_EQ(receiver.wait(std::chrono::seconds(30)), 0) << "the receiver's buffer changed after its call had failed";
+  ::close(root_out[0]);
+  ::close(receiver_out[0]);
+  ::unlink(go.c_str());
+  ::rmdir(dir_template);
+}
+
 }  // namespace

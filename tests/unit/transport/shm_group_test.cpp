@@ -1,0 +1,135 @@
+// The shared-memory group's copies between ranks' own buffers when the group fails: a copy
+// after any rank aborted is refused, and a failing rank returns to its caller only once no peer
+// is inside a copy — so a failed call's buffers never change after it returned. Thread ranks
+// over a real segment, with real process_vm_readv/writev.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "spmd/store.hpp"
+#include "transport/shm/shm_group.hpp"
+
+namespace spmd::shm {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs body(group) on `world` thread ranks sharing one segment; returns false (nothing run)
+// where ranks cannot reach each other's memory (SPMD_CMA=0).
+bool run_groups(int world, const std::function<void(ShmGroup&)>& body) {
+  auto store = std::make_shared<HashStore>();
+  std::vector<int> globals(static_cast<size_t>(world));
+  std::iota(globals.begin(), globals.end(), 0);
+  std::atomic<bool> remote{true};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        ShmGroup g(ShmSetup{store, "shm-test", globals, r, 10s});
+        if (!g.remote_memory()) {
+          remote = false;
+          return;
+        }
+        body(g);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return remote;
+}
+
+void await(const std::atomic<int>& phase, int value) {
+  while (phase.load() < value) std::this_thread::yield();
+}
+
+uint64_t address_of(const std::vector<char>& v) { return reinterpret_cast<uint64_t>(v.data()); }
+
+TEST(ShmGroupCopies, CopiesWorkBetweenHealthyRanks) {
+  std::vector<std::vector<char>> buffers(2, std::vector<char>(9 << 20));  // more than two pieces
+  for (int r = 0; r < 2; ++r) std::fill(buffers[r].begin(), buffers[r].end(), static_cast<char>('a' + r));
+  std::atomic<int> phase{0};
+  std::vector<char> got(buffers[1].size());
+  bool ran = run_groups(2, [&](ShmGroup& g) {
+    if (g.rank() == 0) {
+      g.read_peer(1, address_of(buffers[1]), got.data(), got.size());
+      g.write_peer(1, address_of(buffers[1]) + 1, buffers[0].data(), buffers[0].size() - 1);
+    }
+  });
+  if (!ran) GTEST_SKIP() << "remote memory access is off here";
+  EXPECT_EQ(got, std::vector<char>(got.size(), 'b'));
+  EXPECT_EQ(buffers[1][0], 'b');
+  EXPECT_EQ(std::count(buffers[1].begin() + 1, buffers[1].end(), 'a'), static_cast<long>(buffers[1].size() - 1));
+}
+
+TEST(ShmGroupCopies, CopyWithARankThatFailedIsRefused) {
+  std::vector<std::vector<char>> buffers(2, std::vector<char>(1 << 20));
+  for (int r = 0; r < 2; ++r) std::fill(buffers[r].begin(), buffers[r].end(), static_cast<char>('a' + r));
+  std::atomic<int> phase{0};
+  bool ran = run_groups(2, [&](ShmGroup& g) {
+    if (g.rank() == 1) {
+      g.abort(ErrorKind::Timeout, "rank 1 gave up");
+      phase = 1;
+      await(phase, 2);
+      return;
+    }
+    await(phase, 1);
+    for (bool reading : {false, true}) {
+      try {
+        if (reading) g.read_peer(1, address_of(buffers[1]), buffers[0].data(), buffers[0].size());
+        else g.write_peer(1, address_of(buffers[1]), buffers[0].data(), buffers[0].size());
+        ADD_FAILURE() << (reading ? "read" : "wrote") << " the buffer of a rank that had failed";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Timeout);
+        EXPECT_NE(std::string(e.what()).find("rank 1 stopped the group: rank 1 gave up"), std::string::npos) << e.what();
+      }
+    }
+    phase = 2;
+  });
+  if (!ran) GTEST_SKIP() << "remote memory access is off here";
+  EXPECT_EQ(buffers[1], std::vector<char>(buffers[1].size(), 'b')) << "the failed rank's buffer changed";
+  EXPECT_EQ(buffers[0], std::vector<char>(buffers[0].size(), 'a'));
+}
+
+TEST(ShmGroupCopies, FailingRankWaitsForACopyInFlight) {
+  std::atomic<int> phase{0};
+  std::atomic<bool> copy_done{false};
+  bool ran = run_groups(2, [&](ShmGroup& g) {
+    if (g.rank() == 0) {  // stands for a rank inside process_vm_writev into rank 1's buffer
+      g.lines(0).copying.store(1);
+      phase = 1;
+      std::this_thread::sleep_for(50ms);
+      copy_done = true;
+      g.lines(0).copying.store(0);
+      return;
+    }
+    await(phase, 1);
+    g.abort(ErrorKind::Timeout, "rank 1 gave up");
+    EXPECT_TRUE(copy_done) << "abort returned while a peer was still copying to or from this rank's memory";
+  });
+  if (!ran) GTEST_SKIP() << "remote memory access is off here";
+}
+
+TEST(ShmGroupCopies, StoppedCopierDoesNotHangTheFailingRank) {
+  std::atomic<int> phase{0};
+  bool ran = run_groups(2, [&](ShmGroup& g) {
+    if (g.rank() == 0) {  // a rank stopped (SIGSTOP) inside a copy: its mark stays up
+      g.lines(0).copying.store(1);
+      phase = 1;
+      await(phase, 2);
+      g.lines(0).copying.store(0);
+      return;
+    }
+    await(phase, 1);
+    g.abort(ErrorKind::Timeout, "rank 1 gave up");  // gives up waiting after a bounded time
+    phase = 2;
+  });
+  if (!ran) GTEST_SKIP() << "remote memory access is off here";
+}
+
+}  // namespace
+}  // namespace spmd::shm
