@@ -33,6 +33,10 @@ namespace {
 //      At P=2 single copy wins in 64K-512K (2026-11-25, spmd-bench -n 100, two runs, µs:
 //      64K 9.9/11.5 vs 10.6/23.5, 128K 15.7/18.3 vs 20.9/32.8, 256K 27.6/32.1 vs 33.3/39.5,
 //      512K level, 1M 111 vs 105-122) -> shm_cma there, for groups of 2 (@2).
+//      With 512 KiB slots (was 256; 2026-11-25, spmd-bench -n 200, three runs, µs, rs_ag vs
+//      cma): 64K 9.4/9.5/9.4 vs 9.9/10.1/10.1, 128K 18.7/16.1/18.8 vs 15.8/16.0/16.1, 256K
+//      30.3/31.2/28.7 vs 28.0/27.8/28.1, 512K 33.0/32.0/36.9 vs 55.7/55.0/55.1, 1M 64.5/61.6/66.1
+//      vs 113/113/123 -> shm_cma for 128K-512K only.
 //   broadcast: single copy shared between root and receivers (the root writes part of every
 //     receiver's buffer while they read the rest; 2026-11-25, spmd-bench, two runs, µs):
 //       P=2   16K        32K        64K        4M         16M          64M
@@ -75,7 +79,7 @@ struct DefaultSpec {
   const char* spec;
 };
 const DefaultSpec kDefaults[] = {
-    {Collective::AllReduce, "shm_flat:0-4K,shm_cma:64K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
+    {Collective::AllReduce, "shm_flat:0-4K,shm_cma:128K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
     {Collective::Broadcast, "shm_cma:32K-@2,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},

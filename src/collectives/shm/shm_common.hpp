@@ -10,7 +10,6 @@
 
 namespace spmd::algo::shm_detail {
 
-using spmd::shm::kSlotBytes;
 using spmd::shm::Record;
 using spmd::shm::ShmGroup;
 

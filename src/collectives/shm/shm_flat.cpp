@@ -1,7 +1,7 @@
 // Flat shared-memory collectives: every rank copies what it contributes into its slot, posts
 // its record, waits for everyone's (checking they all made the same call) and reads what it
 // needs straight from the others' slots (up to kRecordData bytes travel in the record itself). One synchronisation per round of at most one slot
-// (kSlotBytes) per rank: the latency choice for small messages. Larger messages run in rounds,
+// (ShmGroup::slot_bytes) per rank: the latency choice for small messages. Larger messages run in rounds,
 // each round an epoch; slots alternate by epoch parity, so a rank copies round k+1 in while
 // slower ranks still read round k.
 #include "collectives/shm/shm_common.hpp"
@@ -32,7 +32,7 @@ void shm_flat_fold(AlgoContext& c, const CollArgs& a, bool everyone) {
   ShmGroup& g = *c.shm;
   const size_t es = dtype_size(a.data.dtype);
   char* data = static_cast<char*>(a.data.data);
-  in_rounds(a.data.count, elements_per_round(kSlotBytes, es), [&](size_t first, size_t m) {
+  in_rounds(a.data.count, elements_per_round(g.slot_bytes(), es), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), m * es);
     copy_bytes(s.mine(), data + first * es, m * es);
     s.arrive(c.op);
@@ -47,7 +47,7 @@ void shm_flat_reduce(AlgoContext& c, const CollArgs& a) { shm_flat_fold(c, a, fa
 void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   char* data = static_cast<char*>(a.data.data);
-  in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
+  in_rounds(a.data.bytes(), g.slot_bytes(), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), m);
     if (g.rank() == a.root) copy_bytes(s.mine(), data + first, m);
     s.arrive(c.op);
@@ -59,7 +59,7 @@ void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
 void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
   ShmGroup& g = *c.shm;
   const char* input = static_cast<const char*>(a.data.data);
-  in_rounds(a.data.bytes(), kSlotBytes, [&](size_t first, size_t m) {
+  in_rounds(a.data.bytes(), g.slot_bytes(), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), m);
     copy_bytes(s.mine(), input + first, m);
     s.arrive(c.op);
@@ -79,7 +79,7 @@ void shm_flat_gather(AlgoContext& c, const CollArgs& a) { shm_flat_gather_blocks
 void shm_flat_scatter(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   const size_t block = a.data.bytes(), p = static_cast<size_t>(g.size());
-  const size_t per_round = std::max<size_t>(1, kSlotBytes / p);  // bytes of each block per round
+  const size_t per_round = std::max<size_t>(1, g.slot_bytes() / p);  // bytes of each block per round
   in_rounds(block, per_round, [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), p * m);
     if (g.rank() == a.root)
@@ -100,7 +100,7 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const auto own_at = reinterpret_cast<uintptr_t>(own), out_at = reinterpret_cast<uintptr_t>(a.data.data);
   const size_t bytes = a.data.bytes();
   const bool own_direct = own_at + bytes <= out_at || out_at + bytes <= own_at || (own_at == out_at && me < 2);
-  in_rounds(a.data.count, elements_per_round(kSlotBytes, es * p), [&](size_t first, size_t m) {
+  in_rounds(a.data.count, elements_per_round(g.slot_bytes(), es * p), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), p * m * es);
     for (size_t q = 0; q < p; ++q)
       if (q != me || !own_direct)
@@ -122,8 +122,8 @@ void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
   const size_t table = 2 * p * sizeof(uint64_t);
   size_t total = table;
   for (size_t q = 0; q < p; ++q) total += a.blocks[q].bytes();
-  if (total > kSlotBytes)
-    raise(ErrorKind::InvalidArgument, "all_to_all via shm_flat carries at most " + std::to_string(kSlotBytes - table) +
+  if (total > g.slot_bytes())
+    raise(ErrorKind::InvalidArgument, "all_to_all via shm_flat carries at most " + std::to_string(g.slot_bytes() - table) +
                                           " bytes per rank, this rank sends " + std::to_string(total - table) +
                                           " (leave SPMD_ALGO unset for all_to_all, or choose shm_cma or pairwise)");
   uint64_t e = g.begin_epoch(c.op);

@@ -16,7 +16,7 @@ void shm_rs_ag_all_reduce(AlgoContext& c, const CollArgs& a) {
   const int p = g.size(), me = g.rank();
   const size_t es = dtype_size(a.data.dtype), n = a.data.count;
   char* data = static_cast<char*>(a.data.data);
-  const size_t per_round = elements_per_round(kSlotBytes, es);
+  const size_t per_round = elements_per_round(g.slot_bytes(), es);
   size_t first = 0;
   do {
     const size_t m = std::min(per_round, n - first);

@@ -31,11 +31,11 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-Layout::Layout(int n) : ranks(n) {
+Layout::Layout(int n, size_t slot) : ranks(n), slot_bytes(slot) {
   const auto un = static_cast<size_t>(n);
   lines = round_up(sizeof(SegmentHeader), 4096);
   slots = round_up(lines + un * sizeof(RankLines), 4096);
-  pipes = slots + un * 2 * kSlotBytes;
+  pipes = slots + un * 2 * slot_bytes;
   rings = round_up(pipes + un * un * sizeof(PipeLines), 4096);
   total = rings + un * un * kPipeBytes;
 }
@@ -54,8 +54,8 @@ int remove_segments_of(int pid) {
   return removed;
 }
 
-Segment::Segment(std::string name, int ranks, char* base, bool owner)
-    : name_(std::move(name)), layout_(ranks), base_(base), linked_(owner) {}
+Segment::Segment(std::string name, const Layout& layout, char* base, bool owner)
+    : name_(std::move(name)), layout_(layout), base_(base), linked_(owner) {}
 
 Segment::Segment(Segment&& o) noexcept
     : name_(std::move(o.name_)),
@@ -85,11 +85,15 @@ void Segment::unlink() noexcept {
   linked_ = false;
 }
 
-Segment Segment::create(int ranks, const std::string& group) {
+Segment Segment::create(int ranks, const std::string& group, size_t slot_bytes) {
   if (ranks < 1 || ranks > kMaxRanks)
     raise(ErrorKind::InvalidArgument, "a shared-memory segment serves 1.." + std::to_string(kMaxRanks) +
                                           " ranks of one host, not " + std::to_string(ranks) + " (SPMD_SHM=0)");
-  Layout layout(ranks);
+  if (slot_bytes < kMinSlotBytes || slot_bytes > kMaxSlotBytes || slot_bytes % 4096)
+    raise(ErrorKind::InvalidArgument, "a shared-memory slot of " + std::to_string(slot_bytes) +
+                                          " bytes: it must be whole pages from " + std::to_string(kMinSlotBytes >> 10) +
+                                          " KiB to " + std::to_string(kMaxSlotBytes >> 10) + " KiB (SPMD_SHM_SLOT_KB)");
+  Layout layout(ranks, slot_bytes);
   std::random_device rd;
   std::string name;
   Fd fd;
@@ -110,7 +114,7 @@ Segment Segment::create(int ranks, const std::string& group) {
     ::shm_unlink(name.c_str());
     fail("mapping", name);
   }
-  Segment s(name, ranks, static_cast<char*>(p), true);
+  Segment s(name, layout, static_cast<char*>(p), true);
   // ftruncate zero-filled it; construct the atomics in place (trivially, as zeros).
   auto* h = new (p) SegmentHeader();
   for (int r = 0; r < ranks; ++r) new (&s.lines(r)) RankLines();
@@ -118,6 +122,7 @@ Segment Segment::create(int ranks, const std::string& group) {
     for (int b = 0; b < ranks; ++b) new (&s.pipe(a, b)) PipeLines();
   h->ranks = static_cast<uint32_t>(ranks);
   h->bytes = layout.total;
+  h->slot_bytes = slot_bytes;
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegmentMagic;
   return s;
@@ -126,19 +131,21 @@ Segment Segment::create(int ranks, const std::string& group) {
 Segment Segment::open(const std::string& name, int ranks) {
   Fd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
   if (!fd) fail("opening", name);
-  Layout layout(ranks);
+  // The creator wrote the header (with the slot size it chose) before it published the name.
+  SegmentHeader header;
+  if (::pread(fd.get(), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
+      header.magic != kSegmentMagic || header.ranks != static_cast<uint32_t>(ranks))
+    raise(ErrorKind::System, "shared-memory segment " + name + " is not laid out for " + std::to_string(ranks) +
+                                 " ranks (do the ranks run the same spmd version?)");
+  Layout layout(ranks, header.slot_bytes);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != layout.total)
+  if (::fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) != layout.total || header.bytes != layout.total)
     raise(ErrorKind::System, "shared-memory segment " + name + " has " + std::to_string(st.st_size) +
                                  " bytes, expected " + std::to_string(layout.total) +
                                  " (do the ranks run the same spmd version?)");
   void* p = ::mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) fail("mapping", name);
-  Segment s(name, ranks, static_cast<char*>(p), false);
-  if (s.header().magic != kSegmentMagic || s.header().ranks != static_cast<uint32_t>(ranks))
-    raise(ErrorKind::System, "shared-memory segment " + name + " is not laid out for " + std::to_string(ranks) +
-                                 " ranks (do the ranks run the same spmd version?)");
-  return s;
+  return Segment(name, layout, static_cast<char*>(p), false);
 }
 
 }  // namespace spmd::shm

@@ -5,7 +5,7 @@
 //   SegmentHeader                     setup barriers, the abort record
 //   RankLines[ranks]                  per rank: posted call records (arrival), step,
 //                                     doorbell (futex) + sleeping, identity (pid, token)
-//   slots[ranks][2]                   per rank and epoch parity: kSlotBytes of data
+//   slots[ranks][2]                   per rank and epoch parity: slot_bytes of data
 //   PipeLines[ranks*ranks] + rings    one single-producer/single-consumer byte pipe per
 //                                     ordered pair (point to point, and steps of TCP-style
 //                                     algorithms over shared memory)
@@ -24,7 +24,13 @@
 namespace spmd::shm {
 
 constexpr size_t kLine = 64;
-constexpr size_t kSlotBytes = 256 << 10;  // data per rank per epoch parity
+// Data per rank per epoch parity: what a slot-based algorithm moves per round (one handshake
+// each). 512 KiB: two ranks' slots and buffers stay within this machine's 1 MiB L2 per core,
+// and a 1 MiB all_reduce at P=2 takes 2 rounds instead of 4 (≈ 90 → 62 µs; docs/bench.md).
+// SPMD_SHM_SLOT_KB sets it per group (the host's leader decides; the segment records it).
+constexpr size_t kDefaultSlotBytes = 512 << 10;
+constexpr size_t kMinSlotBytes = 128 << 10;  // the flat all_to_all's 64 KiB and its table fit
+constexpr size_t kMaxSlotBytes = 64 << 20;
 constexpr size_t kPipeBytes = 64 << 10;   // ring of each ordered pair
 constexpr uint32_t kSegmentMagic = 0x53484d53;
 constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)
@@ -68,6 +74,7 @@ struct SegmentHeader {
   uint32_t magic = 0;
   uint32_t ranks = 0;
   uint64_t bytes = 0;
+  uint64_t slot_bytes = 0;
   alignas(kLine) std::atomic<uint32_t> attached{0};  // set-up: ranks that mapped the segment
   alignas(kLine) std::atomic<uint32_t> probed{0};    // set-up: ranks that published their probes
   alignas(kLine) std::atomic<uint32_t> abort_kind{0};  // 0, or ErrorKind + 1 once a rank failed
@@ -98,8 +105,9 @@ struct PipeLines {
 
 // Byte offsets of each part for `ranks` local ranks.
 struct Layout {
-  explicit Layout(int ranks);
+  Layout(int ranks, size_t slot_bytes);
   int ranks;
+  size_t slot_bytes;
   size_t lines, slots, pipes, rings, total;
 };
 
@@ -107,8 +115,9 @@ struct Layout {
 class Segment {
  public:
   // Creates a fresh segment for `ranks` ranks, named after this process; zero-filled.
-  static Segment create(int ranks, const std::string& group);
-  // Maps the segment another rank created; raises System naming it if it cannot.
+  static Segment create(int ranks, const std::string& group, size_t slot_bytes = kDefaultSlotBytes);
+  // Maps the segment another rank created (its layout as recorded in its header); raises
+  // System naming it if it cannot.
   static Segment open(const std::string& name, int ranks);
   Segment() = default;
   Segment(Segment&& o) noexcept;
@@ -126,8 +135,9 @@ class Segment {
     return reinterpret_cast<RankLines*>(base_ + layout_.lines)[r];
   }
   char* slot(int r, uint64_t epoch) const {
-    return base_ + layout_.slots + (static_cast<size_t>(r) * 2 + (epoch & 1)) * kSlotBytes;
+    return base_ + layout_.slots + (static_cast<size_t>(r) * 2 + (epoch & 1)) * layout_.slot_bytes;
   }
+  size_t slot_bytes() const { return layout_.slot_bytes; }
   PipeLines& pipe(int from, int to) const {
     return reinterpret_cast<PipeLines*>(base_ + layout_.pipes)[static_cast<size_t>(from) * layout_.ranks + to];
   }
@@ -136,9 +146,9 @@ class Segment {
   }
 
  private:
-  Segment(std::string name, int ranks, char* base, bool owner);
+  Segment(std::string name, const Layout& layout, char* base, bool owner);
   std::string name_;
-  Layout layout_{1};
+  Layout layout_{1, kDefaultSlotBytes};
   char* base_ = nullptr;
   bool linked_ = false;  // we created the name and have not unlinked it yet
 };

@@ -63,6 +63,16 @@ std::string ranks_text(const std::vector<int>& r) {
   return s;
 }
 
+size_t slot_bytes_from_env() {
+  auto kb = env::get_int("SPMD_SHM_SLOT_KB");
+  if (!kb) return kDefaultSlotBytes;
+  if (*kb < static_cast<int64_t>(kMinSlotBytes >> 10) || *kb > static_cast<int64_t>(kMaxSlotBytes >> 10) || *kb % 4)
+    raise(ErrorKind::InvalidArgument, "SPMD_SHM_SLOT_KB=" + std::to_string(*kb) + " is out of range: set whole pages (a multiple of 4) from " +
+                                          std::to_string(kMinSlotBytes >> 10) + " to " + std::to_string(kMaxSlotBytes >> 10) +
+                                          " KiB, or unset it for " + std::to_string(kDefaultSlotBytes >> 10));
+  return static_cast<size_t>(*kb) << 10;
+}
+
 }  // namespace
 
 ShmGroup::ShmGroup(const ShmSetup& setup)
@@ -70,8 +80,9 @@ ShmGroup::ShmGroup(const ShmSetup& setup)
   const int n = size();
   const std::string key = prefix_ + "/shm/" + std::to_string(globals_.front());
   const std::string here = "rank " + std::to_string(global(me_)) + " setting up shared memory for group " + prefix_;
+  const size_t slot_bytes = slot_bytes_from_env();  // checked on every rank: all fail alike
   if (me_ == 0) {
-    seg_ = Segment::create(n, prefix_);
+    seg_ = Segment::create(n, prefix_, slot_bytes);
     setup.store->set(key, to_bytes(seg_.name()));
   } else {
     seg_ = Segment::open(to_string(setup.store->get(key, timeout_)), n);

@@ -83,6 +83,8 @@ class ShmGroup {
     return seg_.lines(local).posted[epoch & 1].epoch.load(std::memory_order_acquire) >= epoch;
   }
   char* slot(int local, uint64_t epoch) const { return seg_.slot(local, epoch); }
+  // Bytes of each slot: the same on every local rank (the host's leader chose it).
+  size_t slot_bytes() const { return seg_.slot_bytes(); }
   void post_step(uint64_t epoch, int k);
   void wait_step(int local, uint64_t epoch, int k, const OpContext& op);
   void wait_all_steps(uint64_t epoch, int k, const OpContext& op);

@@ -3,6 +3,8 @@
 // (including sizes that take several rounds of the shared-memory slots) and world sizes 1-8 —
 // on one host, and on several faked hosts (SPMD_HOST_ID per rank) where the algorithm can run
 // there. A new algorithm is tested by adding its registry row.
+#include <stdlib.h>
+
 #include <map>
 
 #include "collectives/select.hpp"
@@ -26,6 +28,10 @@ struct AlgoOverride {
   explicit AlgoOverride(const std::string& spec) { algo::set_algorithm_override(spec); }
   ~AlgoOverride() { algo::set_algorithm_override(""); }
 };
+
+// The smallest shared-memory slots (set before any group exists), so that kRounds takes
+// several rounds of them: the round logic does not depend on the slot size.
+const bool kSmallSlots = (::setenv("SPMD_SHM_SLOT_KB", "128", 0), true);
 
 #ifdef SPMD_CONFORMANCE_QUICK
 const std::vector<int> kOneHostWorlds = {1, 2, 3};

@@ -43,6 +43,20 @@ TEST(Errors, DifferentCollectivesAreAMismatchNamingBothCalls) {
   }, o);
 }
 
+TEST(Errors, BadSharedMemorySlotSizeIsRefusedOnEveryRank) {
+  ::setenv("SPMD_SHM_SLOT_KB", "100", 1);
+  GroupOptions o;
+  o.timeout = 20s;
+  auto errors = run_thread_ranks(2, [](ProcessGroup&, int) {}, o, nullptr);
+  ::unsetenv("SPMD_SHM_SLOT_KB");
+  for (auto& e : errors) {
+    ErrorKind kind{};
+    std::string msg = what_of([&] { if (e) std::rethrow_exception(e); }, &kind);
+    EXPECT_EQ(kind, ErrorKind::InvalidArgument) << msg;
+    EXPECT_TRUE(contains(msg, "SPMD_SHM_SLOT_KB=100")) << msg;
+  }
+}
+
 TEST(Errors, DifferentCountsAreAMismatch) {
   GroupOptions o;
   o.timeout = 20s;
