@@ -59,6 +59,14 @@ inline std::vector<DType> dtypes_for(size_t n) {
 }
 #endif
 
+// The reference result of element i is reference_reduce(t, op, world, i % 13): the 13 values,
+// computed once (per element, they dominated the sanitizer builds' time).
+inline std::vector<double> reference_cycle(DType t, ReduceOp op, int world) {
+  std::vector<double> ref(13);
+  for (size_t k = 0; k < 13; ++k) ref[k] = reference_reduce(t, op, world, k);
+  return ref;
+}
+
 inline void check_all_reduce(ProcessGroup& g, int world) {
   for (size_t n : sizes_for(world))
     for (DType t : dtypes_for(n))
@@ -66,8 +74,7 @@ inline void check_all_reduce(ProcessGroup& g, int world) {
         Buffer b(t, n);
         for (size_t i = 0; i < n; ++i) b.set(i, reduce_input(op, g.rank(), i));
         g.all_reduce(b.view(), op);
-        std::vector<double> ref(13);
-        for (size_t k = 0; k < 13; ++k) ref[k] = reference_reduce(t, op, world, k);
+        const std::vector<double> ref = reference_cycle(t, op, world);
         expect_elements(b, n, [&](size_t i) { return ref[i % 13]; },
                         std::string("all_reduce ") + reduce_op_name(op) + " " + label(t, n, world),
                         tolerance_for(t, op));
@@ -83,8 +90,9 @@ inline void check_reduce(ProcessGroup& g, int world) {
           for (size_t i = 0; i < n; ++i) b.set(i, reduce_input(op, g.rank(), i));
           g.reduce(b.view(), root, op);
           std::string what = std::string("reduce ") + reduce_op_name(op) + " root " + std::to_string(root) + " " + label(t, n, world);
+          const std::vector<double> ref = reference_cycle(t, op, world);
           if (g.rank() == root)
-            expect_elements(b, n, [&](size_t i) { return reference_reduce(t, op, world, i % 13); }, what,
+            expect_elements(b, n, [&](size_t i) { return ref[i % 13]; }, what,
                             tolerance_for(t, op));
           else
             expect_elements(b, n, [&](size_t i) { return b.round_trip(reduce_input(op, g.rank(), i)); }, what + " (input kept)");
@@ -150,7 +158,8 @@ inline void check_reduce_scatter(ProcessGroup& g, int world) {
         Buffer in(t, n * static_cast<size_t>(world)), out(t, n);
         for (size_t i = 0; i < in.count(); ++i) in.set(i, reduce_input(op, g.rank(), i));
         g.reduce_scatter_from(out.view(), in.view(), op);
-        auto want = [&](size_t i) { return reference_reduce(t, op, world, (static_cast<size_t>(g.rank()) * n + i) % 13); };
+        const std::vector<double> ref = reference_cycle(t, op, world);
+        auto want = [&](size_t i) { return ref[(static_cast<size_t>(g.rank()) * n + i) % 13]; };
         expect_elements(out, n, want, std::string("reduce_scatter ") + reduce_op_name(op) + " " + label(t, n, world),
                         tolerance_for(t, op));
         // In place, as torch users write it: the output is this rank's block of the input (one
