@@ -10,7 +10,7 @@
 #                    [--collectives all_reduce,broadcast,all_gather,reduce_scatter]
 #                    [--tiny-iters N] [--big-iters N] [--peers gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy]
 #                    [--mpi-tuned "MCA ARGS"] [--spin auto|on|off] [--out DIR]
-#                    [--timeout SECONDS] [--no-plot]
+#                    [--timeout SECONDS] [--no-plot] [--steady [--steady-limit US]]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -30,6 +30,10 @@ spin=auto
 out=""
 limit=300
 plot=1
+steady=0           # --steady: run each block only in the VM's fast mood (see --help)
+steady_limit=150   # µs: the probe's threshold between the fast and the slow mood
+steady_retries=3   # blocks run again at most this often when the mood turned during them
+steady_wait=300    # s to wait for the fast mood before running a block anyway
 # Open MPI tuned for one host (see --help): no CMA, larger eager and fragment sizes.
 mpi_tuned="--mca btl_vader_single_copy_mechanism none --mca btl_vader_eager_limit 32768"
 mpi_tuned+=" --mca btl_vader_rndv_eager_limit 65536 --mca btl_vader_max_send_size 65536"
@@ -70,6 +74,15 @@ usage() {
                  spmd-tcp, none for spmd and Open MPI.
   --out DIR      where raw.log, table.md and busbw.png go (default bench/results/compare-<time>)
   --no-plot      no busbw.png (it needs /usr/bin/python3 with matplotlib)
+  --steady       this VM has moods lasting minutes in which data movement between its CPUs is
+                 3-5x slower for every implementation; a 10-minute run straddles them and its
+                 medians mix the two. With --steady every block (one repetition at one P: every
+                 peer, one after another) is bracketed by a probe — spmd-bench's 1 MiB
+                 all_reduce at P=2, 200 calls: ~60-95 µs in the fast mood, 300-650 µs in the
+                 slow — waits (up to ${steady_wait} s, probing every 20 s) for the probe to be
+                 at most --steady-limit µs (default ${steady_limit}) before the block, and runs the
+                 block again (up to ${steady_retries} times) when the probe after it was slow. Discarded
+                 blocks go to discarded.log; raw.log records every probe as a comment line.
 EOF
 }
 
@@ -93,6 +106,8 @@ while [[ $# -gt 0 ]]; do
     --no-spin) spin=off; shift ;;
     --out) out=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
+    --steady) steady=1; shift ;;
+    --steady-limit) steady_limit=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -102,6 +117,7 @@ out=${out:-$root/bench/results/compare-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 log=$out/raw.log
 : > "$log"
+block_log=$out/block.tmp  # one block's rows, appended to raw.log once the block is kept
 python=/usr/bin/python3  # Debian's python has torch; a pyenv python3 earlier on PATH does not
 
 [[ $spin == auto || $spin == on || $spin == off ]] || { echo "compare.sh: --spin auto|on|off" >&2; exit 2; }
@@ -134,7 +150,7 @@ run() {
   echo "  $name: $*" >&2
   # Each run in a session of its own, so that whatever it leaves behind (an mpirun that
   # crashed leaves its ranks polling forever) can be found by session id and stopped.
-  setsid timeout -k 10 "$limit" "$@" >> "$log" 2>> "$out/$name.stderr" &
+  setsid timeout -k 10 "$limit" "$@" >> "$block_log" 2>> "$out/$name.stderr" &
   local sid=$! rc=0
   wait "$sid" || rc=$?
   pkill -KILL -s "$sid" 2>/dev/null
@@ -196,8 +212,36 @@ each_group() {
   return 0
 }
 
+# probe: the median µs of spmd's 1 MiB all_reduce at P=2 (the machine's mood; empty if it failed)
+probe() {
+  # shellcheck disable=SC2046
+  timeout 60 $(spmd_cmd 2) -c all_reduce -s 1M -n 200 -w 20 --csv --no-header 2>/dev/null |
+    awk -F, '/spmd,all_reduce,2,1048576,/ { print $9; exit }'
+}
+# fast WHEN: probes, notes the result in raw.log, and succeeds when the machine is fast.
+fast() {
+  local t
+  t=$(probe)
+  echo "# probe $1 (rep $rep, P=$p): spmd all_reduce 1 MiB P=2 ${t:-failed} us" | tee -a "$log" >&2
+  [[ -n $t ]] && awk -v t="$t" -v l="$steady_limit" 'BEGIN { exit !(t <= l) }'
+}
+wait_fast() {
+  local waited=0
+  until fast before; do
+    if ((waited >= steady_wait)); then
+      echo "# still slow after ${steady_wait} s: running the block anyway" | tee -a "$log" >&2
+      return
+    fi
+    sleep 20
+    waited=$((waited + 20))
+  done
+}
+
 for ((rep = 1; rep <= reps; rep++)); do
   for p in $nprocs; do
+   for ((attempt = 0; ; attempt++)); do
+    ((steady)) && { spin_stop; wait_fast; }
+    : > "$block_log"
     echo "rep $rep/$reps, P=$p" >&2
     # spmd's shared-memory waits spin, then yield (like Open MPI's): no spinners for it.
     spin_for polling
@@ -237,8 +281,17 @@ for ((rep = 1; rep <= reps; rep++)); do
     if have memcpy && [[ -x $build/bin/copy-bench ]]; then  # the memory bound, in the same conditions
       run memcpy "$build/bin/copy-bench" -p "$p" -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header
     fi
+    if ((steady)) && ((attempt < steady_retries)) && ! { spin_stop; fast after; }; then
+      echo "# block rep $rep P=$p discarded: the machine turned slow during it (discarded.log)" | tee -a "$log" >&2
+      cat "$block_log" >> "$out/discarded.log"
+      continue
+    fi
+    cat "$block_log" >> "$log"
+    break
+   done
   done
 done
+rm -f "$block_log"
 
 echo "# took $(($(date +%s) - start)) s; load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log" >&2
 {
