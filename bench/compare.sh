@@ -140,7 +140,7 @@ spin_for() {
     spin_stop
   fi
 }
-trap spin_stop EXIT
+trap 'spin_stop; rm -f "$block_log" "$out/probe.tmp"' EXIT
 trap 'exit 130' INT TERM
 
 failed_runs=()
@@ -174,7 +174,10 @@ spmd_cmd() {
   fi
 }
 
-[[ -x $build/bin/spmd-bench ]] || echo "compare.sh: $build/bin/spmd-bench not built; only the peers run" >&2
+if [[ ! -x $build/bin/spmd-bench ]]; then
+  ((steady)) && { echo "compare.sh: --steady probes with $build/bin/spmd-bench, which is not built" >&2; exit 2; }
+  echo "compare.sh: $build/bin/spmd-bench not built; only the peers run" >&2
+fi
 start=$(date +%s)
 {
   echo "# compare.sh run at $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) CPUs," \
@@ -212,18 +215,25 @@ each_group() {
   return 0
 }
 
-# probe: the median µs of spmd's 1 MiB all_reduce at P=2 (the machine's mood; empty if it failed)
+# probe: the median µs of spmd's 1 MiB all_reduce at P=2 (the machine's mood; empty if it
+# failed). In a session of its own, like run(), so a hung probe leaves nothing spinning.
 probe() {
+  local rows=$out/probe.tmp sid
   # shellcheck disable=SC2046
-  timeout 60 $(spmd_cmd 2) -c all_reduce -s 1M -n 200 -w 20 --csv --no-header 2>/dev/null |
-    awk -F, '/spmd,all_reduce,2,1048576,/ { print $9; exit }'
+  setsid timeout -k 10 60 $(spmd_cmd 2) -c all_reduce -s 1M -n 200 -w 20 --csv --no-header > "$rows" 2>/dev/null &
+  sid=$!
+  wait "$sid"
+  pkill -KILL -s "$sid" 2>/dev/null
+  awk -F, '/spmd,all_reduce,2,1048576,/ { print $9; exit }' "$rows"
+  rm -f "$rows"
 }
-# fast WHEN: probes, notes the result in raw.log, and succeeds when the machine is fast.
+# fast WHEN: probes, notes the result in raw.log, and succeeds when the machine is fast — or
+# when the probe failed (the mood is then unknown: the block runs once, as without --steady).
 fast() {
   local t
   t=$(probe)
-  echo "# probe $1 (rep $rep, P=$p): spmd all_reduce 1 MiB P=2 ${t:-failed} us" | tee -a "$log" >&2
-  [[ -n $t ]] && awk -v t="$t" -v l="$steady_limit" 'BEGIN { exit !(t <= l) }'
+  echo "# probe $1 (rep $rep, P=$p): spmd all_reduce 1 MiB P=2 ${t:-failed (mood unknown)} us" | tee -a "$log" >&2
+  [[ -z $t ]] || awk -v t="$t" -v l="$steady_limit" 'BEGIN { exit !(t <= l) }'
 }
 wait_fast() {
   local waited=0

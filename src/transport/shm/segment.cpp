@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <random>
@@ -21,6 +22,19 @@ namespace spmd::shm {
 namespace {
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The plain fields at the start of SegmentHeader, read from the file before mapping it.
+struct HeaderPrefix {
+  uint32_t magic;
+  uint32_t ranks;
+  uint64_t bytes;
+  uint64_t slot_bytes;
+};
+static_assert(offsetof(SegmentHeader, magic) == offsetof(HeaderPrefix, magic) &&
+                  offsetof(SegmentHeader, ranks) == offsetof(HeaderPrefix, ranks) &&
+                  offsetof(SegmentHeader, bytes) == offsetof(HeaderPrefix, bytes) &&
+                  offsetof(SegmentHeader, slot_bytes) == offsetof(HeaderPrefix, slot_bytes),
+              "HeaderPrefix mirrors the start of SegmentHeader");
 
 [[noreturn]] void fail(const std::string& what, const std::string& name) {
   int e = errno;
@@ -131,10 +145,12 @@ Segment Segment::create(int ranks, const std::string& group, size_t slot_bytes) 
 Segment Segment::open(const std::string& name, int ranks) {
   Fd fd(::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0));
   if (!fd) fail("opening", name);
-  // The creator wrote the header (with the slot size it chose) before it published the name.
-  SegmentHeader header;
+  // The creator wrote the header (with the slot size it chose) before it published the name;
+  // its leading plain fields tell the layout.
+  HeaderPrefix header{};
   if (::pread(fd.get(), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
-      header.magic != kSegmentMagic || header.ranks != static_cast<uint32_t>(ranks))
+      header.magic != kSegmentMagic || header.ranks != static_cast<uint32_t>(ranks) ||
+      header.slot_bytes < kMinSlotBytes || header.slot_bytes > kMaxSlotBytes || header.slot_bytes % 4096)
     raise(ErrorKind::System, "shared-memory segment " + name + " is not laid out for " + std::to_string(ranks) +
                                  " ranks (do the ranks run the same spmd version?)");
   Layout layout(ranks, header.slot_bytes);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <numeric>
 #include <thread>
@@ -125,7 +126,10 @@ TEST(ShmGroupCopies, StoppedCopierDoesNotHangTheFailingRank) {
       return;
     }
     await(phase, 1);
+    const auto start = std::chrono::steady_clock::now();
     g.abort(ErrorKind::Timeout, "rank 1 gave up");  // gives up waiting after a bounded time
+    // It did wait (for the copy that never ends) before giving up.
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 900ms);
     phase = 2;
   });
   if (!ran) GTEST_SKIP() << "remote memory access is off here";
