@@ -15,7 +15,7 @@ namespace spmd {
 // and answers with Ack (same seq) so the sender may reuse its buffer.
 enum class FrameKind : uint8_t { Data = 1, Abort = 2, Remote = 3, Ack = 4 };
 
-// 56 bytes on the wire, host byte order (all ranks of a job share one architecture).
+// 72 bytes on the wire, host byte order (all ranks of a job share one architecture).
 struct FrameHeader {
   static constexpr uint32_t kMagic = 0x444d5053;  // "SPMD"
   uint32_t magic = kMagic;
@@ -32,6 +32,10 @@ struct FrameHeader {
   int32_t remote_pid = 0;
   uint16_t algo = 0;      // CallSignature::algo
   uint16_t reserved = 0;
+  // Remote: a word in the sender's memory that holds remote_token while the sender is still in
+  // this send; the reader checks it after reading (a sender that failed cleared it first).
+  uint64_t remote_token_address = 0;
+  uint64_t remote_token = 0;
 
   CallSignature signature() const {
     return {collective, dtype, static_cast<ReduceOp>(op), root, count, algo};
@@ -50,6 +54,6 @@ struct FrameHeader {
     return h;
   }
 };
-static_assert(sizeof(FrameHeader) == 56, "FrameHeader is a wire format");
+static_assert(sizeof(FrameHeader) == 72, "FrameHeader is a wire format");
 
 }  // namespace spmd

@@ -22,6 +22,8 @@ struct TcpTransport::RecvState {
   bool remote = false;
   int32_t remote_pid = 0;
   uint64_t remote_address = 0;
+  uint64_t token_address = 0;  // the sender's "still in this send" word, and its value
+  uint64_t token = 0;
   uint64_t seq = 0;
   bool ack_owed = false;
 };
@@ -31,7 +33,8 @@ TcpTransport::TcpTransport(std::shared_ptr<Store> store, std::string prefix, int
       conns_(std::move(store), prefix, hash_name(prefix), rank, std::move(globals)),
       prefix_(std::move(prefix)),
       group_(hash_name(prefix_)),
-      self_pid_(self_identity().pid) {}
+      self_pid_(self_identity().pid),
+      exposed_(new std::atomic<uint64_t>[static_cast<size_t>(conns_.size())]()) {}
 
 TcpTransport::~TcpTransport() = default;
 
@@ -80,6 +83,11 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
         headers[i].kind = FrameKind::Remote;
         headers[i].remote_address = reinterpret_cast<uint64_t>(sends[i].data);
         headers[i].remote_pid = self_pid_;
+        // Unique per send (and unlikely anywhere else in memory should the word be gone).
+        const uint64_t token = self_identity().nonce ^ (++remote_sends_ * 0x9e3779b97f4a7c15ull);
+        exposed_[static_cast<size_t>(sends[i].peer)].store(token, std::memory_order_seq_cst);
+        headers[i].remote_token_address = reinterpret_cast<uint64_t>(&exposed_[static_cast<size_t>(sends[i].peer)]);
+        headers[i].remote_token = token;
       }
     }
     for (size_t i = 0; i < recvs.size(); ++i) {
@@ -269,6 +277,7 @@ bool TcpTransport::progress_send(SendPart& s, FrameHeader& h, TcpPair& pair) {
   if (remote) {
     // Complete once the peer has read our buffer and said so.
     if (s.header_sent == sizeof(FrameHeader) && !pair.awaiting_ack && s.sent != s.bytes) {
+      exposed_[static_cast<size_t>(s.peer)].store(0, std::memory_order_release);
       s.sent = s.bytes;
       moved = true;
     }
@@ -318,7 +327,17 @@ bool TcpTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
       read_remote(st.remote_pid, st.remote_address + r.received, dst, n, pair.peer_global());
       if (r.sink) r.sink(r.received, st.scratch, n);
       r.received += n;
-      if (r.received == r.bytes) st.ack_owed = true;
+      if (r.received == r.bytes) {
+        // The sender was still in this send after we read everything, so what we read is what
+        // it sent (a sender that fails clears the word before its caller gets the buffer back).
+        uint64_t still = 0;
+        read_remote(st.remote_pid, st.token_address, &still, sizeof still, pair.peer_global());
+        if (still != st.token)
+          raise(ErrorKind::PeerLost, who() + " in " + call(op) + ": rank " + std::to_string(pair.peer_global()) +
+                                         " left this call (it failed; its own error says why) while this rank was "
+                                         "reading its buffer");
+        st.ack_owed = true;
+      }
       moved = true;
     }
     if (st.ack_owed) {
@@ -378,6 +397,8 @@ void TcpTransport::accept_header(RecvPart& r, RecvState& st, TcpPair& pair, cons
     st.remote = true;
     st.remote_pid = h.remote_pid;
     st.remote_address = h.remote_address;
+    st.token_address = h.remote_token_address;
+    st.token = h.remote_token;
     st.seq = h.seq;
     r.received = 0;
     return;

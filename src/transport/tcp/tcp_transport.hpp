@@ -6,6 +6,8 @@
 // buffer's address, the receiver copies it from the sender's memory and acknowledges.
 #pragma once
 
+#include <atomic>
+
 #include <poll.h>
 
 #include <memory>
@@ -79,6 +81,11 @@ class TcpTransport final : public Transport {
   uint32_t group_;
   int32_t self_pid_;
   std::optional<std::pair<ErrorKind, std::string>> broken_;
+  // Per peer: the token of our remote send it may be reading (0: none). Cleared when the send
+  // completes and, for all peers, by abort() before the failed call's buffers go back to the
+  // caller: a reader that then finds its token gone raises instead of returning what it read.
+  std::unique_ptr<std::atomic<uint64_t>[]> exposed_;
+  uint64_t remote_sends_ = 0;
   std::vector<std::vector<char>> scratch_;  // one chunk buffer per concurrent sink receive
 };
 

@@ -183,6 +183,8 @@ void TcpTransport::raise_recorded_abort(const OpContext& op) const {
 }
 
 void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
+  // Our buffers go back to the caller: peers still reading one of them must not take it.
+  for (int p = 0; p < conns_.size(); ++p) exposed_[static_cast<size_t>(p)].store(0, std::memory_order_seq_cst);
   if (broken_) return;
   broken_.emplace(kind, message);
   record_abort(kind, message);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <future>
 #include <numeric>
@@ -216,6 +218,39 @@ TEST_P(Transport, AbortTellsThePeerWhy) {
       EXPECT_EQ(e.kind(), ErrorKind::Timeout);
       EXPECT_NE(std::string(e.what()).find("rank 1 stopped the group: the reason"), std::string::npos) << e.what();
     }
+  });
+}
+
+// Between ranks of one host a large message is read from the sender's memory. A sender that
+// gives up on the call (here: its deadline passes while the receiver is still reading) gets
+// its buffer back and reuses it; the receiver must then fail, never return what it read.
+TEST_P(Transport, RemoteReadFromASenderThatLeftIsRefused) {
+  if (!GetParam()) GTEST_SKIP() << "remote reads go with local sockets (over TCP loopback the bytes travel)";
+  const size_t n = size_t(128) << 20;  // read in many chunks: tens of milliseconds
+  std::atomic<bool> received{false};
+  run_transports(2, [&](TcpTransport& t) {
+    uint32_t x = 0;
+    send_recv(t, op_of(Collective::Barrier, 0), 1 - t.rank(), &x, 0, 1 - t.rank(), &x, 0);  // connected
+    std::vector<char> buf(n, t.rank() == 0 ? 'a' : 'z');
+    if (t.rank() == 0) {
+      try {
+        send_to(t, op_of(Collective::Broadcast, n, 5ms, 1), 1, buf.data(), n);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Timeout) << e.what();
+        t.abort(ErrorKind::Timeout, "the sender gave up");  // what the group does on a failure
+        std::fill(buf.begin(), buf.end(), 'X');            // and the caller reuses its buffer
+      }
+      while (!received.load()) std::this_thread::yield();  // the buffer stays mapped meanwhile
+      return;
+    }
+    try {
+      recv_from(t, op_of(Collective::Broadcast, n, 10s, 1), 0, buf.data(), n);
+      EXPECT_EQ(std::count(buf.begin(), buf.end(), 'a'), static_cast<long>(n)) << "received what the sender's "
+                                                                                    "caller wrote after it left";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+    }
+    received = true;
   });
 }
 
