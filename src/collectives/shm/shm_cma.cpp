@@ -19,10 +19,6 @@ namespace {
 
 constexpr size_t kChunkBytes = 256 << 10;  // per transfer: scratch stays in L2 while folded
 
-struct Peer {
-  uint64_t address;  // of its buffer
-};
-
 // Element range of rank q's slice of n elements, whole pages where the vector allows.
 std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
   const size_t unit = std::max<size_t>(1, 4096 / es);
@@ -32,15 +28,15 @@ std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
 }
 
 // Posts our record with `address` and returns every rank's buffer address as published.
-std::vector<Peer> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const void* address, size_t bytes) {
+std::vector<uint64_t> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const void* address, size_t bytes) {
   epoch = g.begin_epoch(op);
   Record r;
   r.buffer.address = reinterpret_cast<uint64_t>(address);
   r.buffer.bytes = bytes;
   g.arrive_and_check(epoch, op, r);
-  std::vector<Peer> peers;
-  for (int q = 0; q < g.size(); ++q) peers.push_back({g.record(q, epoch).buffer.address});
-  return peers;
+  std::vector<uint64_t> addr;
+  for (int q = 0; q < g.size(); ++q) addr.push_back(g.record(q, epoch).buffer.address);
+  return addr;
 }
 
 // Lists of buffers (one per rank) are published in the slot as (address, bytes) pairs.
@@ -68,7 +64,7 @@ void finish(ShmGroup& g, uint64_t epoch, const OpContext& op) {
 // Folds our slice of every rank's buffer (in rank order) and writes the result to `targets`
 // (ranks whose buffers receive it; ours is written locally). `own` is our input, which is
 // never modified unless we are a target.
-void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& a, char* own,
+void reduce_slices(ShmGroup& g, const std::vector<uint64_t>& addr, const CollArgs& a, char* own,
                    const std::vector<int>& targets) {
   const int p = g.size(), me = g.rank();
   const size_t es = dtype_size(a.data.dtype);
@@ -80,11 +76,11 @@ void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& 
   for (size_t at = lo; at < hi; at += chunk) {
     const size_t m = std::min(chunk, hi - at), bytes = m * es, off = at * es;
     for (int q = 0; q < p; ++q)
-      if (q != me) g.read_peer(q, peers[q].address + off, buf(q), bytes);
+      if (q != me) g.read_peer(q, addr[q] + off, buf(q), bytes);
     fold_in_rank_order(a.fn, acc, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, bytes);
     for (int q : targets) {
       if (q == me) copy_bytes(own + off, acc, bytes);
-      else g.write_peer(q, peers[q].address + off, acc, bytes);
+      else g.write_peer(q, addr[q] + off, acc, bytes);
     }
   }
 }
@@ -94,18 +90,18 @@ void reduce_slices(ShmGroup& g, const std::vector<Peer>& peers, const CollArgs& 
 void shm_cma_all_reduce(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
-  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
   std::vector<int> everyone(static_cast<size_t>(g.size()));
   for (int q = 0; q < g.size(); ++q) everyone[static_cast<size_t>(q)] = q;
-  reduce_slices(g, peers, a, static_cast<char*>(a.data.data), everyone);
+  reduce_slices(g, addr, a, static_cast<char*>(a.data.data), everyone);
   finish(g, e, c.op);
 }
 
 void shm_cma_reduce(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
-  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
-  reduce_slices(g, peers, a, static_cast<char*>(a.data.data), {a.root});
+  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
+  reduce_slices(g, addr, a, static_cast<char*>(a.data.data), {a.root});
   finish(g, e, c.op);
 }
 
@@ -116,18 +112,18 @@ void shm_cma_reduce(AlgoContext& c, const CollArgs& a) {
 void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
-  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
   const size_t bytes = a.data.bytes(), p = static_cast<size_t>(g.size());
   const size_t split = std::min(bytes, (bytes / p * (p - 1) + 4095) / 4096 * 4096);
   if (g.rank() != a.root) {
-    g.read_peer(a.root, peers[static_cast<size_t>(a.root)].address, a.data.data, split);
+    g.read_peer(a.root, addr[static_cast<size_t>(a.root)], a.data.data, split);
     g.post_step(e, 1);
     if (split < bytes) g.wait_step(a.root, e, 1, c.op);  // the root's part has arrived
   } else {
     const auto* src = static_cast<const char*>(a.data.data) + split;
     for (int k = 1; k < g.size() && split < bytes; ++k) {
       const int q = (a.root + k) % g.size();
-      g.write_peer(q, peers[static_cast<size_t>(q)].address + split, src, bytes - split);
+      g.write_peer(q, addr[static_cast<size_t>(q)] + split, src, bytes - split);
     }
     g.post_step(e, 1);
     g.wait_all_steps(e, 1, c.op);  // our buffer stays valid until every rank has read it
@@ -137,10 +133,10 @@ void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
 void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
-  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
   for (int k = 1; k < g.size(); ++k) {
     const int q = (g.rank() + k) % g.size();
-    g.read_peer(q, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
+    g.read_peer(q, addr[q], a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
   }
   finish(g, e, c.op);
 }
@@ -148,11 +144,11 @@ void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
 void shm_cma_gather(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   uint64_t e = 0;
-  auto peers = meet(g, c.op, e, a.data.data, a.data.bytes());
+  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
   if (g.rank() == a.root) {
     for (int q = 0; q < g.size(); ++q)
       if (q != a.root)
-        g.read_peer(q, peers[q].address, a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
+        g.read_peer(q, addr[q], a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
     if (a.blocks[static_cast<size_t>(a.root)].data != a.data.data)
       copy_bytes(a.blocks[static_cast<size_t>(a.root)].data, a.data.data, a.data.bytes());
     g.post_step(e, 1);

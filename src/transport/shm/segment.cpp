@@ -103,7 +103,7 @@ Segment Segment::create(int ranks, const std::string& group, size_t slot_bytes) 
   if (ranks < 1 || ranks > kMaxRanks)
     raise(ErrorKind::InvalidArgument, "a shared-memory segment serves 1.." + std::to_string(kMaxRanks) +
                                           " ranks of one host, not " + std::to_string(ranks) + " (SPMD_SHM=0)");
-  if (slot_bytes < kMinSlotBytes || slot_bytes > kMaxSlotBytes || slot_bytes % 4096)
+  if (!valid_slot_bytes(slot_bytes))
     raise(ErrorKind::InvalidArgument, "a shared-memory slot of " + std::to_string(slot_bytes) +
                                           " bytes: it must be whole pages from " + std::to_string(kMinSlotBytes >> 10) +
                                           " KiB to " + std::to_string(kMaxSlotBytes >> 10) + " KiB (SPMD_SHM_SLOT_KB)");
@@ -149,8 +149,7 @@ Segment Segment::open(const std::string& name, int ranks) {
   // its leading plain fields tell the layout.
   HeaderPrefix header{};
   if (::pread(fd.get(), &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) ||
-      header.magic != kSegmentMagic || header.ranks != static_cast<uint32_t>(ranks) ||
-      header.slot_bytes < kMinSlotBytes || header.slot_bytes > kMaxSlotBytes || header.slot_bytes % 4096)
+      header.magic != kSegmentMagic || header.ranks != static_cast<uint32_t>(ranks) || !valid_slot_bytes(header.slot_bytes))
     raise(ErrorKind::System, "shared-memory segment " + name + " is not laid out for " + std::to_string(ranks) +
                                  " ranks (do the ranks run the same spmd version?)");
   Layout layout(ranks, header.slot_bytes);

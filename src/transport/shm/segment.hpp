@@ -31,6 +31,8 @@ constexpr size_t kLine = 64;
 constexpr size_t kDefaultSlotBytes = 512 << 10;
 constexpr size_t kMinSlotBytes = 128 << 10;  // the flat all_to_all's 64 KiB and its table fit
 constexpr size_t kMaxSlotBytes = 64 << 20;
+// Whole pages from kMinSlotBytes to kMaxSlotBytes.
+constexpr bool valid_slot_bytes(uint64_t b) { return b >= kMinSlotBytes && b <= kMaxSlotBytes && b % 4096 == 0; }
 constexpr size_t kPipeBytes = 64 << 10;   // ring of each ordered pair
 constexpr uint32_t kSegmentMagic = 0x53484d53;
 constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)

@@ -66,7 +66,7 @@ std::string ranks_text(const std::vector<int>& r) {
 size_t slot_bytes_from_env() {
   auto kb = env::get_int("SPMD_SHM_SLOT_KB");
   if (!kb) return kDefaultSlotBytes;
-  if (*kb < static_cast<int64_t>(kMinSlotBytes >> 10) || *kb > static_cast<int64_t>(kMaxSlotBytes >> 10) || *kb % 4)
+  if (*kb <= 0 || !valid_slot_bytes(static_cast<uint64_t>(*kb) << 10))
     raise(ErrorKind::InvalidArgument, "SPMD_SHM_SLOT_KB=" + std::to_string(*kb) + " is out of range: set whole pages (a multiple of 4) from " +
                                           std::to_string(kMinSlotBytes >> 10) + " to " + std::to_string(kMaxSlotBytes >> 10) +
                                           " KiB, or unset it for " + std::to_string(kDefaultSlotBytes >> 10));
@@ -369,7 +369,7 @@ void ShmGroup::copy_with_peer(bool reading, int local, uint64_t address, char* m
     // our mark; whichever order they run in, one sees the other.
     copying.store(1, std::memory_order_seq_cst);
     Unmark unmark{copying};
-    if (seg_.header().abort_kind.load(std::memory_order_seq_cst) != 0 || broken_) raise_stopped();
+    if (seg_.header().abort_kind.load(std::memory_order_seq_cst) != 0) raise_stopped();  // also set by our own abort
     if (reading) read_remote(pid(local), address + done, mine + done, n, global(local));
     else write_remote(pid(local), address + done, mine + done, n, global(local));
     done += n;

@@ -85,8 +85,9 @@ void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
         headers[i].remote_pid = self_pid_;
         // Unique per send (and unlikely anywhere else in memory should the word be gone).
         const uint64_t token = self_identity().nonce ^ (++remote_sends_ * 0x9e3779b97f4a7c15ull);
-        exposed_[static_cast<size_t>(sends[i].peer)].store(token, std::memory_order_seq_cst);
-        headers[i].remote_token_address = reinterpret_cast<uint64_t>(&exposed_[static_cast<size_t>(sends[i].peer)]);
+        std::atomic<uint64_t>& word = exposed_[static_cast<size_t>(sends[i].peer)];
+        word.store(token, std::memory_order_seq_cst);
+        headers[i].remote_token_address = reinterpret_cast<uint64_t>(&word);
         headers[i].remote_token = token;
       }
     }

@@ -6,10 +6,9 @@
 // buffer's address, the receiver copies it from the sender's memory and acknowledges.
 #pragma once
 
-#include <atomic>
-
 #include <poll.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>

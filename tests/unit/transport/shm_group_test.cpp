@@ -53,7 +53,6 @@ uint64_t address_of(const std::vector<char>& v) { return reinterpret_cast<uint64
 TEST(ShmGroupCopies, CopiesWorkBetweenHealthyRanks) {
   std::vector<std::vector<char>> buffers(2, std::vector<char>(9 << 20));  // more than two pieces
   for (int r = 0; r < 2; ++r) std::fill(buffers[r].begin(), buffers[r].end(), static_cast<char>('a' + r));
-  std::atomic<int> phase{0};
   std::vector<char> got(buffers[1].size());
   bool ran = run_groups(2, [&](ShmGroup& g) {
     if (g.rank() == 0) {
