@@ -18,7 +18,7 @@ passed=0
 SPMD_DEBUG=TRACE static_job check 3 2 "$BIN/spmd_collectives_worker" check ||
   fail "check job failed (rc ${JOB_RC[*]}): $(all_output check | grep -v TRACE | tail -30)"
 expect_count check 'rank [0-5] ok' 6
-all_output check | grep -qE 'via hier' ||
+output_has check 'via hier' ||
   fail "no hierarchical algorithm was chosen across 3 hosts; chosen: $(all_output check | grep -oE 'via [a-z_]+' |
     sort | uniq -c | tr '\n' ' '); groups: $(all_output check | grep -E 'ranks on' | head -3)"
 echo "ok: check mode, static rendezvous, 3 nodes x 2 ranks (algorithms: $(all_output check |

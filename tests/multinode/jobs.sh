@@ -73,6 +73,10 @@ c10d_job() {
 
 # all_output NAME: every node's output of job NAME.
 all_output() { cat "$WORK/$1".*; }
+# output_has NAME REGEX: some node's output of job NAME has a line matching REGEX. grep reads the
+# files itself: `all_output | grep -q` under pipefail fails when grep -q stops reading early
+# (cat gets SIGPIPE), which made checks fail at random on long TRACE outputs.
+output_has() { grep -qE "$2" "$WORK/$1".*; }
 
 # expect_count NAME REGEX N: job NAME printed exactly N lines matching REGEX (over all nodes).
 expect_count() {
