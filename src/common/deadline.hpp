@@ -19,9 +19,12 @@ class Deadline {
     auto ms = std::clamp<long long>(timeout.count(), 0, kMaxMs);
     at_ = from + std::chrono::milliseconds(ms);
   }
-  static Deadline never() { return Deadline(std::chrono::milliseconds(kMaxMs)); }
+  // ~100 years after the clock's epoch (the steady clock counts from boot), without reading
+  // the clock: every call's context starts from never() before it gets its deadline, and a
+  // clock read is ~30 ns, a tenth of a small all_reduce on one host.
+  static Deadline never() { return at(Clock::time_point(std::chrono::milliseconds(kMaxMs))); }
   static Deadline at(Clock::time_point t) {
-    Deadline d(std::chrono::milliseconds(0));
+    Deadline d;
     d.at_ = t;
     return d;
   }
@@ -47,6 +50,7 @@ class Deadline {
   Clock::time_point time_point() const { return at_; }
 
  private:
+  Deadline() = default;  // for at(): no clock read
   static constexpr long long kMaxMs = 100LL * 365 * 24 * 3600 * 1000;  // ~100 years
   Clock::time_point at_;
 };

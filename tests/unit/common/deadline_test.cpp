@@ -18,6 +18,10 @@ TEST(Deadline, HugeAndNegativeTimeoutsDoNotOverflow) {
   spmd::Deadline never = spmd::Deadline::never();
   EXPECT_FALSE(never.expired());
   EXPECT_GT(never.poll_ms(), 0);
+  EXPECT_GT(never.remaining(), std::chrono::hours(24 * 365 * 50));
+  // Later than any timeout a caller can ask for that is not itself "never" (a hierarchical
+  // algorithm extends deadlines only below it).
+  EXPECT_GT(never.time_point(), spmd::Deadline(std::chrono::hours(24 * 365)).time_point());
   spmd::Deadline neg(-5s);
   EXPECT_TRUE(neg.expired());
   auto ts = neg.remaining_timespec();
