@@ -18,7 +18,7 @@ nproc=$1; shift
 store=$(mktemp -d "${TMPDIR:-/tmp}/spmd-peer-store.XXXXXX")
 # For programs that rendezvous like torchrun's workers (spmd::init() without spmdrun: rank 0
 # hosts the store at MASTER_ADDR:MASTER_PORT): a port that was free a moment ago.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 "$(dirname "$0")/../../tests/common/free_port.py")
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done

@@ -65,6 +65,7 @@ void StoreRendezvous::check_job_running() {
 }
 
 bool StoreRendezvous::try_host_store(const std::string& bind_host, int port) {
+  may_host_on_ = bind_host;
   TcpStoreServerOptions so;
   so.host = bind_host;
   so.port = static_cast<uint16_t>(port);
@@ -83,10 +84,19 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
   co.port = static_cast<uint16_t>(store_port_);
   std::string where = store_host_ + ":" + std::to_string(store_port_);
   wait_reported_what_.clear();
+  bool refused = false;  // the last attempt found nothing accepting connections there
   while (true) {
-    report_wait("connecting to the launcher store at " + where, [] {
-      return std::string("the node that hosts it to start (node 0, or the first node on the --rdzv-endpoint host)");
+    report_wait("connecting to the launcher store at " + where, [&] {
+      std::string host_it = "the node that hosts it to start (node 0, or the first node on the --rdzv-endpoint host)";
+      if (!may_host_on_ || !refused) return host_it;
+      return host_it + "; port " + std::to_string(store_port_) +
+             " of this host is taken by a socket that accepts no connections (ss -tanp 'sport = :" +
+             std::to_string(store_port_) + "' shows whose): this node hosts the store once it is free, or "
+             "give every node another --rdzv-endpoint port";
     }, deadline);
+    // Nothing may listen on the port although it is taken (see try_host_store): take it over
+    // as soon as it is free.
+    if (may_host_on_ && !server_ && try_host_store(*may_host_on_, store_port_)) store_port_ = server_->port();
     // Connect in short slices (the store's host may not be up yet) and look at signals
     // between them.
     co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
@@ -95,6 +105,7 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
       client->set_timeout(call_timeout());
       return client;
     } catch (const Error& e) {
+      refused = std::string(e.what()).find("refused") != std::string::npos;
       if (e.kind() != ErrorKind::Timeout || deadline.expired())
         raise(e.kind(), "spmdrun could not reach the launcher store at " + store_host_ + ":" +
                             std::to_string(store_port_) + ": " + message_of(e) +

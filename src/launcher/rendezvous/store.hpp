@@ -23,6 +23,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,7 +52,10 @@ class StoreRendezvous : public Rendezvous {
   // Bind failures name the address and port and suggest the fix.
   void open_store(bool host_it, const std::string& bind_host, const std::string& connect_host,
                   int port);
-  // Tries to host the store at bind_host:port; false when the port is taken.
+  // Tries to host the store at bind_host:port; false when the port is taken. A node that
+  // tried keeps trying while it waits to connect: the port may be held by a socket that
+  // accepts no connections (another program's outgoing connection got it as its own port),
+  // and then no node hosts the store until one of them takes the port once it is free.
   bool try_host_store(const std::string& bind_host, int port);
   // What a wait is waiting for, asked for every few seconds and printed ("1 of 2 nodes
   // arrived (a); missing node ranks 1"), so a stuck rendezvous says who is missing.
@@ -83,6 +87,7 @@ class StoreRendezvous : public Rendezvous {
   std::shared_ptr<Store> store_;
   std::string store_host_;
   int store_port_ = 0;
+  std::optional<std::string> may_host_on_;  // the bind address try_host_store was given
   // Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
   // is answered within this time even while it waits for other nodes.
   static constexpr std::chrono::milliseconds kWaitSlice{250};

@@ -30,6 +30,6 @@ check() {
 
 check 2 "one node, env://" --nnodes 1 || exit 1
 # A loopback port free a moment ago; spmdrun binds it (a clash fails, never hangs).
-port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$("$python" "$(dirname "$0")/../../common/free_port.py")
 check 3 "elastic c10d rendezvous, --nnodes 1:2" --nnodes 1:2 --rdzv-backend c10d \
   --rdzv-endpoint "127.0.0.1:$port" --rdzv-id ddp-elastic-example --max-restarts 1 || exit 1

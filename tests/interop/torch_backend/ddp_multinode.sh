@@ -20,7 +20,7 @@ job() {
   id=$1
   shift
   # A loopback port free a moment ago; the first launcher binds it (a clash fails, never hangs).
-  port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  port=$("$python" "$(dirname "$0")/../../common/free_port.py")
   for node in a b; do
     timeout -s KILL 90 "$spmdrun" --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d \
       --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "$id" --log-dir "$tmp/logs.$id.$node" \

@@ -15,7 +15,7 @@ trap 'rm -f "$out"' EXIT
 
 if ((two_nodes)); then
   # Static rendezvous needs a port known to both launchers: take one that is free right now.
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(python3 "$(dirname "$0")/../../common/free_port.py")
   flags=(--nnodes 2 --master-addr 127.0.0.1 --master-port "$port" --nproc-per-node "$nproc")
   timeout -k 5 60 "$spmdrun" "${flags[@]}" --node-rank 1 "$example" > "$out.node1" 2>&1 &
   node1=$!

@@ -4,7 +4,10 @@
 // soon as its membership changed the way the test expects.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <functional>
 #include <cstdio>
@@ -89,6 +92,30 @@ TEST(Elastic, AFailedRoundRestartsWithEveryNode) {
     EXPECT_EQ(v["WORLD_SIZE"], "2");
     EXPECT_EQ(v["TORCHELASTIC_RESTART_COUNT"], "1");
   }
+}
+
+TEST(Elastic, AnEndpointPortHeldByASocketThatDoesNotListenIsTakenOverOnceFree) {
+  // Another program's socket holds the port without listening (e.g. an outgoing connection
+  // that got it as its own port): no node can host the store, and before, every node waited
+  // out its join timeout for a host. Now they say why they wait, and one hosts the store as
+  // soon as the port is free.
+  const int port = free_port();
+  Fd holder(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "port " << port;
+  std::vector<std::string> args{"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                                "127.0.0.1:" + std::to_string(port), "--rdzv-id", "held", print_env_path()};
+  Launch na(args), nb(args);
+  ASSERT_TRUE(na.wait_for_stderr("accepts no connections", 60s)) << na.stderr_so_far();
+  EXPECT_NE(na.stderr_so_far().find("sport = :" + std::to_string(port)), std::string::npos) << na.stderr_so_far();
+  holder.reset();
+  Result ra = na.finish(60s), rb = nb.finish(60s);
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  EXPECT_EQ(round_workers({&ra, &rb}, "spmd/held/0").size(), 2u) << ra.out << rb.out;
 }
 
 TEST(Elastic, ALateNodeWaitsForAPlaceAndIsToldWhenTheJobEnds) {

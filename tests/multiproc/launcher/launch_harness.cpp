@@ -72,6 +72,14 @@ bool Launch::wait_for_output(const std::string& needle, int count, std::chrono::
   return true;
 }
 
+bool Launch::wait_for_stderr(const std::string& needle, std::chrono::milliseconds timeout) {
+  Deadline deadline(timeout);
+  while (result_.err.find(needle) == std::string::npos) {
+    if (deadline.expired() || !pump(deadline)) return result_.err.find(needle) != std::string::npos;
+  }
+  return true;
+}
+
 Result Launch::finish(std::chrono::milliseconds timeout) {
   Deadline deadline(timeout);
   while (!deadline.expired() && pump(deadline)) {

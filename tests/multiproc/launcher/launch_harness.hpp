@@ -27,9 +27,12 @@ class Launch {
   Launch(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
   // Reads output until `needle` has appeared `count` times in stdout (or the deadline).
   bool wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout);
+  // The same for spmdrun's own messages (stderr), once.
+  bool wait_for_stderr(const std::string& needle, std::chrono::milliseconds timeout);
   void signal(int sig) { ::kill(process_.pid(), sig); }
   // What spmdrun printed so far (read by wait_for_output).
   const std::string& output_so_far() const { return result_.out; }
+  const std::string& stderr_so_far() const { return result_.err; }
   int pid() const { return process_.pid(); }
   // Reads everything and waits for the exit (kills spmdrun and fails after the timeout).
   Result finish(std::chrono::milliseconds timeout = std::chrono::seconds(30));
