@@ -136,6 +136,10 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
   store_host_ = connect_host;
   store_port_ = server_ ? server_->port() : port;
   store_ = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
+  // Taking the port over is for reaching the job's store the first time only: a later
+  // connection (a watcher's) that finds nothing there has lost the store's host, and an empty
+  // store of its own would hide that.
+  may_host_on_.reset();
 }
 
 void StoreRendezvous::report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline) {

@@ -87,7 +87,7 @@ class StoreRendezvous : public Rendezvous {
   std::shared_ptr<Store> store_;
   std::string store_host_;
   int store_port_ = 0;
-  std::optional<std::string> may_host_on_;  // the bind address try_host_store was given
+  std::optional<std::string> may_host_on_;  // try_host_store's bind address, until open_store connected
   // Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
   // is answered within this time even while it waits for other nodes.
   static constexpr std::chrono::milliseconds kWaitSlice{250};
