@@ -36,9 +36,9 @@ inline int bind_loopback(int port) {
 }
 
 inline int free_port() {
-  int lo = 32768, hi = 60999;
+  int lo = 32768;
   if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    if (std::fscanf(f, "%d", &lo) != 1) lo = 32768;
     std::fclose(f);
   }
   const int first = lo - 1 > 11024 ? lo - 10000 : 1024;  // 10000 ports below the range

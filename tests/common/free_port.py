@@ -23,9 +23,9 @@ def free_port():
             lo = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         lo = 32768
-    first = lo - 10000 if lo - 1 > 11024 else 1024
-    for _ in range(64):
-        if lo - 1 >= first:
+    first = lo - 10000 if lo - 1 > 11024 else 1024  # 10000 ports below the range
+    if lo - 1 >= first:
+        for _ in range(64):
             port = bindable(random.randint(first, lo - 1))
             if port:
                 return port
