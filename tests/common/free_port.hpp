@@ -18,19 +18,26 @@
 
 namespace spmd::test {
 
-// Binds 127.0.0.1:port (0: any) and returns the port bound, or 0.
-inline int bind_loopback(int port) {
+// A TCP socket bound to 127.0.0.1:port (0: any), not listening; -1 if the port is taken.
+inline int loopback_socket_bound_to(int port) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return 0;
+  if (s < 0) return -1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(static_cast<uint16_t>(port));
-  int got = 0;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    socklen_t len = sizeof a;
-    if (::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) got = ntohs(a.sin_port);
-  }
+  if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return s;
+  ::close(s);
+  return -1;
+}
+
+// Binds 127.0.0.1:port (0: any) and returns the port bound, or 0.
+inline int bind_loopback(int port) {
+  int s = loopback_socket_bound_to(port);
+  if (s < 0) return 0;
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  int got = ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0 ? ntohs(a.sin_port) : 0;
   ::close(s);
   return got;
 }

@@ -4,15 +4,13 @@
 // soon as its membership changed the way the test expects.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <functional>
 #include <cstdio>
 #include <set>
 
+#include "../../common/free_port.hpp"
 #include "launch_harness.hpp"
 
 namespace spmd::launcher::testing {
@@ -100,12 +98,8 @@ TEST(Elastic, AnEndpointPortHeldByASocketThatDoesNotListenIsTakenOverOnceFree) {
   // out its join timeout for a host. Now they say why they wait, and one hosts the store as
   // soon as the port is free.
   const int port = free_port();
-  Fd holder(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "port " << port;
+  Fd holder(spmd::test::loopback_socket_bound_to(port));
+  ASSERT_TRUE(holder.valid()) << "port " << port;
   std::vector<std::string> args{"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
                                 "127.0.0.1:" + std::to_string(port), "--rdzv-id", "held", print_env_path()};
   Launch na(args), nb(args);
