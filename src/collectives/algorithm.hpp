@@ -21,7 +21,8 @@ namespace spmd::algo {
 
 // The arguments of one call, in group ranks, validated. Which fields a collective uses:
 //   all_reduce, broadcast, reduce: `data` (input and output), `root`, `fn`/`op`
-//   all_gather: `blocks` (outputs[i] = rank i's block, ours already filled), `data` = input
+//   all_gather: `blocks` (outputs[i] = rank i's block, ours already filled unless the algorithm
+//     is kFillsOwnBlock), `data` = input
 //   gather: `data` = input, `blocks` = outputs (root only)   scatter: `blocks` = inputs (root), `data` = output
 //   reduce_scatter: `blocks` = inputs, `data` = output       all_to_all: `blocks` = inputs, `blocks2` = outputs
 struct CollArgs {
@@ -53,6 +54,10 @@ enum Need : uint32_t {
   kNeedCma = 1u << 1,        // ...and single-copy reads/writes of each other's memory
   kNeedHosts = 1u << 2,      // members on more than one host (hierarchical)
   kRankOrder = 1u << 3,      // reduces in a fixed order by rank (allowed when deterministic)
+  // Not a need but a promise: an all_gather that fills the caller's own output block itself
+  // (from the input, while it is in cache for the peers' copies); for the others the backend
+  // copies it before the algorithm runs.
+  kFillsOwnBlock = 1u << 4,
 };
 
 struct Algorithm {

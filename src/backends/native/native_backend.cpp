@@ -56,12 +56,14 @@ class NativeBackend final : public Backend {
   }
 
   void all_gather(const OpContext& op, const std::vector<TensorView>& outputs, TensorView input) override {
+    const algo::Algorithm& chosen = choose(op, input.bytes());
     const TensorView& own = outputs[static_cast<size_t>(config_.rank)];
-    if (own.bytes() && own.data != input.data) std::memmove(own.data, input.data, own.bytes());
+    if (!(chosen.needs & algo::kFillsOwnBlock) && own.bytes() && own.data != input.data)
+      std::memmove(own.data, input.data, own.bytes());
     algo::CollArgs a;
     a.data = input;
     a.blocks = outputs;
-    run(op, input.bytes(), a);
+    run_chosen(chosen, op, a);
   }
 
   void gather(const OpContext& op, TensorView input, const std::vector<TensorView>& outputs, int root) override {
@@ -142,7 +144,12 @@ class NativeBackend final : public Backend {
   Transport& p2p() { return traits_.shm ? static_cast<Transport&>(*pipes_) : net_; }
 
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
-    const algo::Algorithm& chosen = algo::select(call.sig.collective, bytes, traits_);
+    run_chosen(choose(call, bytes), call, args);
+  }
+  const algo::Algorithm& choose(const OpContext& call, size_t bytes) const {
+    return algo::select(call.sig.collective, bytes, traits_);
+  }
+  void run_chosen(const algo::Algorithm& chosen, const OpContext& call, const algo::CollArgs& args) {
     OpContext op = call;
     op.sig.algo = algo::algorithm_id(chosen);
     observe::note_algorithm(op.sig.algo);

@@ -18,6 +18,7 @@ using namespace shm_detail;
 namespace {
 
 constexpr size_t kChunkBytes = 256 << 10;  // per transfer: scratch stays in L2 while folded
+constexpr size_t kPushChunkBytes = 1 << 20;  // a pushed chunk stays in L2 until every copy of it is written
 
 // Element range of rank q's slice of n elements, whole pages where the vector allows.
 std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
@@ -29,6 +30,7 @@ std::pair<size_t, size_t> slice(size_t n, size_t es, int p, int q) {
 
 // Posts our record with `address` and returns every rank's buffer address as published.
 std::vector<uint64_t> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, const void* address, size_t bytes) {
+  g.offer_to_peers(address, bytes);
   epoch = g.begin_epoch(op);
   Record r;
   r.buffer.address = reinterpret_cast<uint64_t>(address);
@@ -44,6 +46,7 @@ void meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, std::span<con
   epoch = g.begin_epoch(op);
   auto* table = reinterpret_cast<uint64_t*>(g.slot(g.rank(), epoch));
   for (size_t q = 0; q < blocks.size(); ++q) {
+    g.offer_to_peers(blocks[q].data, blocks[q].bytes());
     table[2 * q] = reinterpret_cast<uint64_t>(blocks[q].data);
     table[2 * q + 1] = blocks[q].bytes();
   }
@@ -130,13 +133,24 @@ void shm_cma_broadcast(AlgoContext& c, const CollArgs& a) {
   }
 }
 
+// Every rank writes its input into every peer's output (and its own) chunk by chunk: the input
+// is read from memory once and written out from cache, where reading the peers' blocks would
+// read every input twice (once by its owner for its own block, once by each peer).
 void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
+  const int p = g.size(), me = g.rank();
   uint64_t e = 0;
-  auto addr = meet(g, c.op, e, a.data.data, a.data.bytes());
-  for (int k = 1; k < g.size(); ++k) {
-    const int q = (g.rank() + k) % g.size();
-    g.read_peer(q, addr[q], a.blocks[static_cast<size_t>(q)].data, a.data.bytes());
+  meet_lists(g, c.op, e, a.blocks);
+  const auto* in = static_cast<const char*>(a.data.data);
+  auto* own = static_cast<char*>(a.blocks[static_cast<size_t>(me)].data);
+  const size_t bytes = a.data.bytes();
+  for (size_t off = 0; off < bytes; off += kPushChunkBytes) {
+    const size_t n = std::min(kPushChunkBytes, bytes - off);
+    for (int k = 1; k < p; ++k) {
+      const int q = (me + k) % p;
+      g.write_peer(q, entry(g, e, q, me).first + off, in + off, n);
+    }
+    if (own != in) copy_bytes(own + off, in + off, n);
   }
   finish(g, e, c.op);
 }

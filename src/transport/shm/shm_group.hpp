@@ -39,6 +39,7 @@
 #include "core/observe/call_probe.hpp"
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
+#include "transport/shm/huge_pages.hpp"
 #include "transport/shm/segment.hpp"
 
 namespace spmd::shm {
@@ -95,6 +96,8 @@ class ShmGroup {
   // exited, System if the kernel refuses.
   void read_peer(int local, uint64_t address, void* dst, size_t bytes);
   void write_peer(int local, uint64_t address, const void* src, size_t bytes);
+  // Called with each buffer of ours that peers will copy from or into (huge_pages.hpp).
+  void offer_to_peers(const void* data, size_t bytes) { huge_pages_.note(data, bytes); }
 
   // --- waiting and waking ---
   // Waits until ready() (which reads segment atomics), against op's deadline. awaited(q) says
@@ -172,6 +175,7 @@ class ShmGroup {
   std::optional<std::pair<ErrorKind, std::string>> broken_;
   std::vector<char> scratch_;
   std::function<bool()> idle_task_;
+  HugePageAdvisor huge_pages_;
 };
 
 // Spin with the CPU's pause hint.

@@ -119,6 +119,16 @@ inline void check_all_gather(ProcessGroup& g, int world) {
       g.all_gather_into(into.view(), in.view());
       expect_elements(into, into.count(), [&](size_t i) { return tag_of(static_cast<int>(i / n), i % n); },
                       "all_gather " + label(t, n, world));
+      // In place, as torch users write it: the input is this rank's block of the output (one
+      // dtype per size), which an algorithm that fills the own block itself must not copy over.
+      if (t != dtypes_for(n).front()) continue;
+      Buffer whole(t, n * static_cast<size_t>(world));
+      TensorView all = whole.view();
+      TensorView own(static_cast<char*>(all.data) + static_cast<size_t>(g.rank()) * n * dtype_size(t), n, t, all.device);
+      for (size_t i = 0; i < n; ++i) whole.set(static_cast<size_t>(g.rank()) * n + i, tag_of(g.rank(), i));
+      g.all_gather_into(all, own);
+      expect_elements(whole, whole.count(), [&](size_t i) { return tag_of(static_cast<int>(i / n), i % n); },
+                      "all_gather in place " + label(t, n, world));
     }
 }
 
