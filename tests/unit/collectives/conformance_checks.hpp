@@ -123,9 +123,9 @@ inline void check_all_gather(ProcessGroup& g, int world) {
       // dtype per size), which an algorithm that fills the own block itself must not copy over.
       if (t != dtypes_for(n).front()) continue;
       Buffer whole(t, n * static_cast<size_t>(world));
-      TensorView all = whole.view();
-      TensorView own(static_cast<char*>(all.data) + static_cast<size_t>(g.rank()) * n * dtype_size(t), n, t, all.device);
       for (size_t i = 0; i < n; ++i) whole.set(static_cast<size_t>(g.rank()) * n + i, tag_of(g.rank(), i));
+      TensorView all = whole.view();  // after the values: a device copy is made from them
+      TensorView own(static_cast<char*>(all.data) + static_cast<size_t>(g.rank()) * n * dtype_size(t), n, t, all.device);
       g.all_gather_into(all, own);
       expect_elements(whole, whole.count(), [&](size_t i) { return tag_of(static_cast<int>(i / n), i % n); },
                       "all_gather in place " + label(t, n, world));
