@@ -45,11 +45,23 @@ std::vector<uint64_t> meet(ShmGroup& g, const OpContext& op, uint64_t& epoch, co
 void meet_lists(ShmGroup& g, const OpContext& op, uint64_t& epoch, std::span<const TensorView> blocks) {
   epoch = g.begin_epoch(op);
   auto* table = reinterpret_cast<uint64_t*>(g.slot(g.rank(), epoch));
+  // Blocks that follow each other in memory (the slices of one tensor, as all_gather_into and
+  // reduce_scatter_from pass them) are offered as one range: more of it fits whole huge pages.
+  const char* run = nullptr;
+  size_t run_bytes = 0;
   for (size_t q = 0; q < blocks.size(); ++q) {
-    g.offer_to_peers(blocks[q].data, blocks[q].bytes());
+    const auto* data = static_cast<const char*>(blocks[q].data);
+    if (run && run + run_bytes == data) {
+      run_bytes += blocks[q].bytes();
+    } else {
+      if (run) g.offer_to_peers(run, run_bytes);
+      run = data;
+      run_bytes = blocks[q].bytes();
+    }
     table[2 * q] = reinterpret_cast<uint64_t>(blocks[q].data);
     table[2 * q + 1] = blocks[q].bytes();
   }
+  if (run) g.offer_to_peers(run, run_bytes);
   g.arrive_and_check(epoch, op, Record{});
 }
 
