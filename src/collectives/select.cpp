@@ -46,10 +46,15 @@ namespace {
 //     core) shm_flat is ahead or level everywhere (64K 17.9/18.8 vs 26.5/33.8, 1M 146/141 vs
 //     140/145, 64M 15.3/15.8 ms vs 18.1/17.9) -> shm_cma from 32 KiB for groups of 2 only.
 //   all_gather (sizes here are the output; the table below selects by each rank's input):
-//     shm_flat up to 32 KiB out at P=2 (16 KiB in: 3.4 vs 3.8) and up to 1 MiB out at P=4
-//     (256 KiB in), shm_cma above (P=2 64K out: 5.2 vs 6.4, 256K out: 14.4 vs 25.3; P=4 1M
-//     out: 153 vs 131) -> the switch at 32 KiB in for groups of 2, at 64 KiB in for larger
-//     ones, where neither loses more than ~20 %.
+//     shm_cma pushes since 2026-11-25 (each rank writes its block into every output from
+//     cache): `bench/thresholds.sh --collectives all_gather --reps 3`, 23:22 UTC, µs:
+//       P=2  out   16K        32K        64K        128K       256K        1M          16M
+//            cma   2.2        2.6        3.9        5.9        9.9         34.9        1048
+//            flat  2.2        4.0        6.5        8.6        16.6        68.7        1716
+//       P=4  cma   15.1       16.2       19.5       27.4       41.0        195.9       2120
+//            flat  9.5        12.9       19.8       33.7       52.7        299.2       3096
+//     -> shm_cma from 16 KiB in for groups of 2 (level below), from 32 KiB in for larger
+//     ones (the reading shm_cma lost to shm_flat up to 1 MiB out at P=4).
 //   reduce_scatter: shm_flat at every size and P (P=2 16M: 1774 vs 3085).
 //
 // TCP (ranks of one host over Unix sockets + remote reads), measured with spmd-bench on the
@@ -83,7 +88,7 @@ const DefaultSpec kDefaults[] = {
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
     {Collective::Broadcast, "shm_cma:32K-@2,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
-    {Collective::AllGather, "shm_cma:32K-@2,shm_flat:0-64K,shm_cma:64K-,shm_flat,ring"},
+    {Collective::AllGather, "shm_cma:16K-@2,shm_flat:0-32K,shm_cma:32K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::Scatter, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::ReduceScatter, "shm_flat,ring"},

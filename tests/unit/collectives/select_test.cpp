@@ -34,8 +34,10 @@ TEST(Select, DefaultsDependOnGroupSize) {
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(2)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(4)), "shm_rs_ag");
   EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");
-  EXPECT_EQ(pick(Collective::AllGather, 32 << 10, one_host(2)), "shm_cma");
-  EXPECT_EQ(pick(Collective::AllGather, 32 << 10, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllGather, 16 << 10, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllGather, 8 << 10, one_host(2)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllGather, 16 << 10, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllGather, 32 << 10, one_host(4)), "shm_cma");
   // Without single copy the @2 entries do not apply and the next one that can run wins.
   GroupTraits no_cma = one_host(2);
   no_cma.cma = false;
