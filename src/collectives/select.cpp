@@ -45,6 +45,11 @@ namespace {
 //     (19-20 µs: a run whose two ranks shared one core at first). At P=4 (two ranks per
 //     core) shm_flat is ahead or level everywhere (64K 17.9/18.8 vs 26.5/33.8, 1M 146/141 vs
 //     140/145, 64M 15.3/15.8 ms vs 18.1/17.9) -> shm_cma from 32 KiB for groups of 2 only.
+//     Since buffers from 4 MiB that come back are collapsed into huge pages (transport/shm/
+//     huge_pages.hpp), single copy wins at P=4 too for repeated broadcasts (2026-11-25, medians
+//     of 3, µs, cma vs flat: 1M 162 vs 194, 4M 649 vs 670, 16M 1594 vs 2255, 64M 12857 vs 20511)
+//     -> shm_cma from 16 MiB for larger groups. A one-off broadcast (first sighting, 4 KiB
+//     pages) pays ~20 % there instead (the 2026-11-23 figures above).
 //   all_gather (sizes here are the output; the table below selects by each rank's input):
 //     shm_cma pushes since 2026-11-25 (each rank writes its block into every output from
 //     cache): `bench/thresholds.sh --collectives all_gather --reps 3`, 23:22 UTC, µs:
@@ -86,7 +91,7 @@ struct DefaultSpec {
 const DefaultSpec kDefaults[] = {
     {Collective::AllReduce, "shm_flat:0-4K,shm_cma:128K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
-    {Collective::Broadcast, "shm_cma:32K-@2,shm_flat,hier,binomial:0-16M,chain:16M-"},
+    {Collective::Broadcast, "shm_cma:32K-@2,shm_cma:16M-,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
     {Collective::AllGather, "shm_cma:16K-@2,shm_flat:0-32K,shm_cma:32K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},

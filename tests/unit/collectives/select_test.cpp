@@ -31,6 +31,7 @@ TEST(Select, DefaultsDependOnGroupSize) {
   EXPECT_EQ(pick(Collective::Broadcast, 16 << 10, one_host(2)), "shm_flat");
   EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(4)), "shm_flat");
   EXPECT_EQ(pick(Collective::Broadcast, 256 << 10, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::Broadcast, 16 << 20, one_host(4)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(2)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(4)), "shm_rs_ag");
   EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");
