@@ -6,10 +6,6 @@
 
 #include "common/env.hpp"
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25  // Linux 6.1; older headers lack the name
-#endif
-
 namespace spmd::shm {
 
 namespace {
@@ -34,7 +30,7 @@ void HugePageAdvisor::note_large(const void* data, size_t bytes) {
   }
   ++r->sightings;
   if (r->refused || r->sightings < 2 || (r->sightings - 2) % kRecheck != 0) return;
-  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_COLLAPSE) != 0 && errno != EAGAIN && errno != ENOMEM)
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, kMadviseCollapse) != 0 && errno != EAGAIN && errno != ENOMEM)
     r->refused = true;  // EINVAL (no THP, not anonymous memory), EPERM: a later try says the same
 }
 

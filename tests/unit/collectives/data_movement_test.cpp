@@ -213,12 +213,6 @@ TEST(Objects, BroadcastAllGatherGatherScatter) {
     });
 }
 
-}  // namespace
-}  // namespace spmd::test
-
-namespace spmd::test {
-namespace {
-
 // Buffers from 4 MiB that a program hands to the single-copy algorithms again and again are
 // turned into huge pages on their second call (transport/shm/huge_pages.hpp): the results stay
 // exact before, during and after, with new data every call.

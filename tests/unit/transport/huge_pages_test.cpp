@@ -5,11 +5,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-#include <cstring>
+#include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "transport/shm/huge_pages.hpp"
@@ -52,7 +50,7 @@ class Region {
     const auto at = reinterpret_cast<uintptr_t>(data_);
     while (std::getline(smaps, line)) {
       unsigned long lo = 0, hi = 0;
-      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
         inside = lo <= at && at < hi;
         continue;
       }
@@ -73,7 +71,7 @@ bool kernel_collapses() {
   Region probe(2 * kHuge);
   if (!probe.data()) return false;
   auto b = (reinterpret_cast<uintptr_t>(probe.data()) + kHuge - 1) & ~(kHuge - 1);
-  return ::madvise(reinterpret_cast<void*>(b), kHuge, 25 /* MADV_COLLAPSE */) == 0;
+  return ::madvise(reinterpret_cast<void*>(b), kHuge, kMadviseCollapse) == 0;
 }
 
 TEST(HugePages, ABufferSeenTwiceIsCollapsedWithItsContentsKept) {
