@@ -28,6 +28,10 @@ ReduceFn reduce_kernel_for(const std::string& isa, DType dtype, ReduceOp op);
 void divide_by(TensorView t, int divisor);
 
 // Raises Error(InvalidArgument) unless `op` applies to `dtype`; `what` names the call.
-void check_reduce_op(DType dtype, ReduceOp op, const char* what);
+void check_reduce_op_slow(DType dtype, ReduceOp op, const char* what);
+inline void check_reduce_op(DType dtype, ReduceOp op, const char* what) {
+  // Sum, Prod, Min, Max and Avg apply to every dtype: decided inline, on every call's path.
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(ReduceOp::Avg)) check_reduce_op_slow(dtype, op, what);
+}
 
 }  // namespace spmd

@@ -220,6 +220,7 @@ struct Tables {
 };
 
 std::mutex g_mutex;                    // creating or replacing the tables
+std::atomic<uint64_t> g_generation{1};  // bumped when the tables are replaced (ChoiceCache)
 std::atomic<Tables*> g_tables{nullptr};  // read on every call without the lock
 // Tables replaced by set_algorithm_override stay alive: a rank thread may still hold a
 // reference returned by tables() (tests switch settings between worlds; a few bytes each).
@@ -287,6 +288,21 @@ void set_algorithm_override(const std::string& spec) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (Tables* old = g_tables.load(std::memory_order_relaxed)) g_retired.emplace_back(old);
   g_tables.store(fresh, std::memory_order_release);
+  g_generation.fetch_add(1, std::memory_order_release);
+}
+
+const Algorithm& ChoiceCache::choose(Collective c, size_t bytes, const GroupTraits& group) {
+  Last& last = last_[static_cast<size_t>(c)];
+  const uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (last.generation == generation && last.bytes == bytes) return *last.algo;
+  return choose_anew(last, generation, c, bytes, group);
+}
+
+const Algorithm& ChoiceCache::choose_anew(Last& last, uint64_t generation, Collective c, size_t bytes,
+                                          const GroupTraits& group) {
+  const Algorithm& a = select(c, bytes, group);
+  last = Last{generation, bytes, &a};
+  return a;
 }
 
 std::string algorithm_override() { return tables().override_text; }

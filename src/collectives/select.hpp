@@ -10,6 +10,8 @@
 // chosen algorithm travels in every frame: ranks that chose differently raise Mismatch).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,24 @@ namespace spmd::algo {
 // the tensor; all_gather, gather, scatter: one block; reduce_scatter, all_to_all: the whole
 // input; uneven all_to_all: SIZE_MAX, the largest, since sizes differ by rank).
 const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group);
+
+// select() for one group, remembering the last choice of each collective: calls repeat their
+// sizes (a training loop, a benchmark), and the tables' walk is ~100 instructions of an
+// 8-byte call's ~1,400. Not thread-safe: a group runs one call at a time.
+class ChoiceCache {
+ public:
+  const Algorithm& choose(Collective c, size_t bytes, const GroupTraits& group);
+
+ private:
+  struct Last {
+    uint64_t generation = 0;  // of the settings it was chosen under; 0: nothing chosen yet
+    size_t bytes = 0;
+    const Algorithm* algo = nullptr;
+  };
+  [[gnu::noinline]] const Algorithm& choose_anew(Last& last, uint64_t generation, Collective c, size_t bytes,
+                                                const GroupTraits& group);
+  std::array<Last, kCollectiveCount> last_{};
+};
 
 // Replaces the SPMD_ALGO setting for this process (same syntax; "" = automatic choice).
 // For tests and tools that compare algorithms; call it while no collective runs.

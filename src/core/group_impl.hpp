@@ -86,7 +86,7 @@ struct ProcessGroup::Impl {
           c.completion = &device;
           body(c);
         });
-        return completed(-1, std::move(device));
+        return device ? completed(-1, std::move(device)) : Work::completed();
       }
     return submit(sig, std::function<void(const OpContext&)>(std::forward<Body>(body)));
   }

@@ -12,15 +12,16 @@ Work::State& require(const std::shared_ptr<Work::State>& s) {
 
 namespace {
 // The one state every inline call without a source rank returns: done, never failed, so
-// waiting on it needs no lock.
-const std::shared_ptr<Work::State>& finished_state() {
-  static const std::shared_ptr<Work::State> done = [] {
-    auto s = std::make_shared<Work::State>();
-    s->done = true;
-    return s;
-  }();
-  return done;
-}
+// waiting on it needs no lock. Held without a control block (an aliasing shared_ptr that owns
+// nothing): copying and dropping such Works touches no reference count.
+struct FinishedState : Work::State {
+  FinishedState() { done = true; }
+};
+// A namespace-scope object, not a function's static: checking it is a compare, with no guard.
+FinishedState g_finished;
+Work::State& finished() { return g_finished; }
+const std::shared_ptr<Work::State> g_finished_unowned(std::shared_ptr<Work::State>(), &g_finished);
+const std::shared_ptr<Work::State>& finished_state() { return g_finished_unowned; }
 }  // namespace
 
 Work Work::completed(int source_rank) {
@@ -33,7 +34,7 @@ Work Work::completed(int source_rank) {
 
 void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   State& s = require(state_);
-  if (&s == finished_state().get()) return;
+  if (&s == &finished()) return;
   std::shared_ptr<DeviceCompletion> device;
   {
     std::unique_lock<std::mutex> lock(s.m);
@@ -67,7 +68,7 @@ void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
 
 bool Work::is_completed() const {
   State& s = require(state_);
-  if (&s == finished_state().get()) return true;
+  if (&s == &finished()) return true;
   std::shared_ptr<DeviceCompletion> device;
   {
     std::lock_guard<std::mutex> g(s.m);

@@ -146,8 +146,8 @@ class NativeBackend final : public Backend {
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
     run_chosen(choose(call, bytes), call, args);
   }
-  const algo::Algorithm& choose(const OpContext& call, size_t bytes) const {
-    return algo::select(call.sig.collective, bytes, traits_);
+  const algo::Algorithm& choose(const OpContext& call, size_t bytes) {
+    return choices_.choose(call.sig.collective, bytes, traits_);
   }
   void run_chosen(const algo::Algorithm& chosen, const OpContext& call, const algo::CollArgs& args) {
     OpContext op = call;
@@ -196,6 +196,7 @@ class NativeBackend final : public Backend {
   std::unique_ptr<shm::ShmGroup> shm_;
   std::unique_ptr<shm::ShmTransport> pipes_;  // over shm_ (local indices)
   algo::GroupTraits traits_;
+  algo::ChoiceCache choices_;
 };
 
 }  // namespace

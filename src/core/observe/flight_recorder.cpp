@@ -21,17 +21,12 @@ thread_local char t_label[32] = {};
 
 }  // namespace
 
-int64_t wall_ns_at(std::chrono::steady_clock::time_point t) {
-  auto ns = [](std::chrono::steady_clock::time_point p) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
-  };
-  static const int64_t offset = [&] {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - ns(std::chrono::steady_clock::now());
-  }();
-  return ns(t) + offset;
-}
+const int64_t kSteadyToWallNs = [] {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const auto steady = std::chrono::steady_clock::now().time_since_epoch();
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - std::chrono::duration_cast<std::chrono::nanoseconds>(steady).count();
+}();
 
 ActiveCall*& active_call() { return t_active; }
 

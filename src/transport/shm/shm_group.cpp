@@ -20,7 +20,6 @@ namespace spmd::shm {
 
 namespace {
 
-constexpr uint32_t kAbortWriting = 0xffffffffu;  // abort_kind while the first failing rank writes its text
 
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
   timespec ts{static_cast<time_t>(at_most.count() / 1000000000), static_cast<long>(at_most.count() % 1000000000)};
@@ -226,8 +225,9 @@ void ShmGroup::notify_all() {
 uint64_t ShmGroup::begin_epoch(const OpContext& op) {
   check_usable();
   const uint64_t e = ++epoch_;
-  if (e == 1) return e;
-  // Slot e & 1 held epoch e - 2: every rank must be done with it (have posted e - 1).
+  // Slot e & 1 held epoch e - 2: every rank must be done with it (have posted e - 1). Known
+  // already when our own arrival at e - 1 saw everyone's (the usual case: no loads at all).
+  if (e - 1 <= all_arrived_) return e;
   auto ready = [&] {
     for (int q = 0; q < size(); ++q)
       if (!arrived(q, e - 1)) return false;
@@ -249,7 +249,7 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
   mine.phase = op.phase;
   PostedRecord& slot = seg_.lines(me_).posted[epoch & 1];
   slot.call = mine;
-  slot.epoch.store(epoch, std::memory_order_seq_cst);  // seq_cst: ordered before reading `sleeping`
+  slot.epoch.store(epoch, std::memory_order_release);  // notify_all()'s fence orders it before `sleeping`
   notify_all();
   auto ready = [&] {
     for (int q = 0; q < size(); ++q)
@@ -261,6 +261,7 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
     auto who = ranks_where_impl(size(), late, globals_);
     return ranks_text(who) + (who.size() == 1 ? " has" : " have") + " not entered this call";
   });
+  all_arrived_ = epoch;
   for (int q = 0; q < size(); ++q)
     if (q != me_ && !same_call(record(q, epoch), mine)) raise_mismatch(epoch, op, mine);
 }
@@ -385,7 +386,7 @@ void ShmGroup::raise_stopped() const {
                                ": another rank stopped the group (its own output says why)");
 }
 
-void ShmGroup::check_usable() const {
+void ShmGroup::raise_unusable() const {
   if (broken_)
     raise(broken_->first, "the process group " + prefix_ + " is unusable after an earlier error: " + broken_->second);
   const SegmentHeader& h = seg_.header();

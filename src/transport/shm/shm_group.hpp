@@ -44,6 +44,8 @@
 
 namespace spmd::shm {
 
+constexpr uint32_t kAbortWriting = 0xffffffffu;  // abort_kind while the first failing rank writes its text
+
 struct ShmSetup {
   std::shared_ptr<Store> store;
   std::string prefix;         // the group's store prefix
@@ -107,6 +109,9 @@ class ShmGroup {
   void wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing);
   // Rings a rank's doorbell if it may be asleep (after a seq_cst write it waits for).
   void notify(int local);
+  // Rings every peer that may be asleep, after a full fence: the write a peer waits for may be
+  // a plain release store (the fence pairs with the one a sleeper makes after raising
+  // `sleeping`, so one of the two sees the other's write).
   void notify_all();
 
   // Work to do while waiting (the pipes' eager sends still to be pushed out): called before
@@ -116,7 +121,10 @@ class ShmGroup {
   // Records why this rank stops and wakes everyone (first failure wins); later calls raise.
   void abort(ErrorKind kind, const std::string& message) noexcept;
   // Raises the failure a rank recorded, if any (also this rank's own).
-  void check_usable() const;
+  void check_usable() const {
+    const uint32_t k = seg_.header().abort_kind.load(std::memory_order_acquire);
+    if (broken_ || (k != 0 && k != kAbortWriting)) raise_unusable();
+  }
   // "rank 3 in all_reduce(f32, 1024, Sum) via shm_flat (call #7 of group spmd/pg0w4)"
   std::string where(const OpContext& op) const;
 
@@ -144,6 +152,8 @@ class ShmGroup {
   void check_health(const OpContext& op, const Erased& what) const;
   void check_peers_alive(const OpContext& op, const Erased& what) const;
   void copy_with_peer(bool reading, int local, uint64_t address, char* mine, size_t bytes);
+  // check_usable()'s error, out of line (the check runs on every call).
+  [[gnu::noinline, gnu::cold]] void raise_unusable() const;
   // Raises the abort record once the failing rank has finished writing it.
   [[noreturn]] void raise_stopped() const;
   // After our abort: waits (at most kCopyDrain) until no peer copies to or from our memory.
@@ -159,6 +169,7 @@ class ShmGroup {
   std::chrono::milliseconds timeout_;
   bool remote_memory_ = false;
   uint64_t epoch_ = 0;
+  uint64_t all_arrived_ = 0;  // the last epoch every local rank was seen to have posted
   static constexpr int kQuickPolls = 64;
   // A copy in flight is one piece (a few hundred µs): far less than this, unless the peer was
   // stopped (SIGSTOP, a debugger) in the middle of one, which no wait can outlast.

@@ -24,6 +24,21 @@ struct OverrideGuard {
   ~OverrideGuard() { set_algorithm_override(""); }
 };
 
+TEST(Select, TheChoiceCacheFollowsSizesAndSettings) {
+  ChoiceCache cache;
+  const GroupTraits g = one_host(2);
+  EXPECT_STREQ(cache.choose(Collective::AllReduce, 8, g).name, "shm_flat");
+  EXPECT_STREQ(cache.choose(Collective::AllReduce, 8, g).name, "shm_flat");  // remembered
+  EXPECT_STREQ(cache.choose(Collective::Broadcast, 1 << 20, g).name, "shm_cma");  // per collective
+  EXPECT_STREQ(cache.choose(Collective::AllReduce, 256 << 10, g).name, "shm_cma");  // another size
+  {
+    OverrideGuard ring("all_reduce=ring");  // new settings: chosen anew
+    EXPECT_STREQ(cache.choose(Collective::AllReduce, 256 << 10, g).name, "ring");
+    EXPECT_STREQ(cache.choose(Collective::Broadcast, 1 << 20, g).name, "shm_cma");
+  }
+  EXPECT_STREQ(cache.choose(Collective::AllReduce, 256 << 10, g).name, "shm_cma");
+}
+
 TEST(Select, DefaultsDependOnGroupSize) {
   // Single copy pays for a broadcast from 32 KiB between two ranks, not among four.
   EXPECT_EQ(pick(Collective::Broadcast, 1 << 20, one_host(2)), "shm_cma");
