@@ -30,7 +30,12 @@ struct bfloat16 {
 
 enum class DType : uint8_t { F32, F64, F16, BF16, I8, U8, I32, I64 };
 
-size_t dtype_size(DType t);
+// Bytes per element (0 for a value outside the enum). Inline: every call asks it.
+inline size_t dtype_size(DType t) {
+  constexpr unsigned char kSizes[] = {4, 8, 2, 2, 1, 1, 4, 8};  // in DType's order
+  const auto i = static_cast<unsigned>(t);
+  return i < sizeof kSizes ? kSizes[i] : 0;
+}
 const char* dtype_name(DType t);  // "f32", "f64", "f16", "bf16", "i8", "u8", "i32", "i64"
 bool dtype_is_integer(DType t);
 

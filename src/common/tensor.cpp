@@ -66,20 +66,6 @@ bfloat16::bfloat16(float f) {
 }
 bfloat16::operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
-size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I8: return 1;
-    case DType::U8: return 1;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-  }
-  return 0;
-}
-
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::F32: return "f32";
