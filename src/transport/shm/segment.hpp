@@ -96,6 +96,7 @@ struct RankLines {
   alignas(kLine) int32_t pid = 0;
   int32_t global_rank = -1;
   uint32_t remote_ok = 0;  // set-up: 1 when this rank can reach every peer's memory
+  uint32_t membarrier_ok = 0;  // set-up: 1 when this process registered for membarrier
   uint64_t token_address = 0;
   uint64_t nonce = 0;
 };

@@ -1,6 +1,7 @@
 #include "transport/shm/shm_group.hpp"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -28,6 +29,16 @@ void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanosec
 
 void futex_wake(std::atomic<uint32_t>& word, int waiters) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, waiters, nullptr, nullptr, 0);
+}
+
+// Registers this process for MEMBARRIER_CMD_GLOBAL_EXPEDITED (ShmGroup::notify_all); false
+// where the kernel lacks it or a sandbox refuses it. SPMD_SHM_MEMBARRIER=0 declines.
+bool register_membarrier() {
+  if (env::get("SPMD_SHM_MEMBARRIER").value_or("1") == "0") return false;
+  const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) || !(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+    return false;
+  return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
 int online_cpus() {
@@ -99,9 +110,12 @@ ShmGroup::ShmGroup(const ShmSetup& setup)
   for (int q = 0; q < n && reach_all; ++q)
     if (q != me_) reach_all = probe_remote(RemoteIdentity{lines(q).pid, lines(q).token_address, lines(q).nonce});
   mine.remote_ok = reach_all ? 1 : 0;
+  mine.membarrier_ok = register_membarrier() ? 1 : 0;
   setup_barrier(seg_.header().probed, "probe each other's memory", here);
   remote_memory_ = true;
   for (int q = 0; q < n; ++q) remote_memory_ = remote_memory_ && lines(q).remote_ok != 0;
+  light_posts_ = true;  // only if every local rank can be fenced from outside
+  for (int q = 0; q < n; ++q) light_posts_ = light_posts_ && lines(q).membarrier_ok != 0;
 
   pidfds_.resize(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q)
@@ -216,8 +230,17 @@ void ShmGroup::notify(int local) {
   }
 }
 
+bool ShmGroup::fence_before_sleep() {
+  if (!light_posts_) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return true;
+  }
+  return ::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
 void ShmGroup::notify_all() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (light_posts_) std::atomic_signal_fence(std::memory_order_seq_cst);  // the sleeper fences for us
+  else std::atomic_thread_fence(std::memory_order_seq_cst);
   for (int q = 0; q < size(); ++q)
     if (q != me_) notify(q);
 }

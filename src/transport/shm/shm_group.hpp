@@ -109,9 +109,13 @@ class ShmGroup {
   void wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missing&& missing);
   // Rings a rank's doorbell if it may be asleep (after a seq_cst write it waits for).
   void notify(int local);
-  // Rings every peer that may be asleep, after a full fence: the write a peer waits for may be
-  // a plain release store (the fence pairs with the one a sleeper makes after raising
-  // `sleeping`, so one of the two sees the other's write).
+  // Rings every peer that may be asleep. The write a peer waits for may be a plain release
+  // store: it must be ordered before reading the peers' `sleeping`, and a sleeper's raising of
+  // `sleeping` before its last look at what it waits for (Dekker: one of the two then sees
+  // the other's write). A full fence on both sides does it; with membarrier (light_posts_)
+  // the sleeper alone pays, with a barrier forced on every rank's CPU, and posting — every
+  // call — costs no fence: the store's transfer to the peer then overlaps our wait for theirs
+  // (8-byte all_reduce at P=2: ~0.35 µs instead of ~0.39).
   void notify_all();
 
   // Work to do while waiting (the pipes' eager sends still to be pushed out): called before
@@ -137,6 +141,9 @@ class ShmGroup {
 
  private:
   bool idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start);
+  // The sleeper's half of notify_all()'s ordering, after raising `sleeping`; false if it could
+  // not be made (a failed membarrier): the caller must not sleep then, only yield.
+  bool fence_before_sleep();
   // sched_yield(), noting whether another thread ran meanwhile (shares_core_).
   void yield_and_learn();
   // Sleeps on our doorbell unless it moved past `seen` (at most 10 ms).
@@ -182,6 +189,7 @@ class ShmGroup {
   // The last yield of a wait let another thread run: the rank we wait for probably shares our
   // core (the scheduler put both ranks on one CPU), so waits yield at once instead of spinning.
   bool shares_core_ = false;
+  bool light_posts_ = false;  // every local rank registered for membarrier (notify_all)
   std::vector<Fd> pidfds_;  // one per local peer (invalid for ourselves and threads of our process)
   std::optional<std::pair<ErrorKind, std::string>> broken_;
   std::vector<char> scratch_;
@@ -228,13 +236,18 @@ void ShmGroup::wait(Ready&& ready, const OpContext& op, Awaited&& awaited, Missi
     if (idle_task_ && idle_task_() && ready()) return;
     uint32_t seen = mine.doorbell.load(std::memory_order_acquire);
     mine.sleeping.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const bool may_sleep = fence_before_sleep();
     if (ready()) {
       mine.sleeping.store(0, std::memory_order_relaxed);
       return;
     }
     if (observe::active_call()) waiting.blocking(first_awaited());
-    sleep_once(seen, op);  // clears `sleeping`
+    if (may_sleep) {
+      sleep_once(seen, op);  // clears `sleeping`
+    } else {
+      mine.sleeping.store(0, std::memory_order_relaxed);
+      ::sched_yield();
+    }
     if (ready()) return;
     using A = std::remove_reference_t<Awaited>;
     using M = std::remove_reference_t<Missing>;

@@ -134,5 +134,45 @@ TEST(ShmGroupCopies, StoppedCopierDoesNotHangTheFailingRank) {
   if (!ran) GTEST_SKIP() << "remote memory access is off here";
 }
 
+// Waits that go straight to sleep (no spin, no yield phase), one rank late in turn at every
+// epoch: each sleeper must be woken by the late rank's arrival, with membarrier ordering the
+// posts (the default where the kernel has it) and with a fence on every post. A lost wake-up
+// is no hang (sleeps are 10 ms slices), so the bound is loose: 1,500 epochs take well under
+// a second here and would take 15 s if every wake-up were lost.
+TEST(ShmGroupWaits, SleepersAreWokenByEveryArrival) {
+  for (const char* membarrier : {"1", "0"}) {
+    ::setenv("SPMD_SHM_MEMBARRIER", membarrier, 1);
+    ::setenv("SPMD_SHM_SPIN_US", "0", 1);
+    ::setenv("SPMD_SHM_YIELD_US", "0", 1);
+    auto store = std::make_shared<HashStore>();
+    const std::vector<int> globals{0, 1, 2};
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          ShmGroup g(ShmSetup{store, std::string("shm-sleep-") + membarrier, globals, r, 30s});
+          OpContext op;
+          op.sig = CallSignature{Collective::Barrier, DType::F32, ReduceOp::Sum, -1, 0};
+          op.deadline = Deadline(30s);
+          op.timeout = 30s;
+          for (int i = 0; i < 1500; ++i) {
+            op.seq = static_cast<uint64_t>(i);
+            const uint64_t e = g.begin_epoch(op);
+            if (i % 3 == r) std::this_thread::sleep_for(20us);  // the others are asleep by now
+            g.arrive_and_check(e, op, Record{});
+          }
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "rank " << r << " (SPMD_SHM_MEMBARRIER=" << membarrier << "): " << e.what();
+        }
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "SPMD_SHM_MEMBARRIER=" << membarrier;
+  }
+  ::unsetenv("SPMD_SHM_MEMBARRIER");
+  ::unsetenv("SPMD_SHM_SPIN_US");
+  ::unsetenv("SPMD_SHM_YIELD_US");
+}
+
 }  // namespace
 }  // namespace spmd::shm
