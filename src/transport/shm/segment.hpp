@@ -90,6 +90,7 @@ struct RankLines {
   alignas(kLine) std::atomic<uint32_t> doorbell{0};  // futex word this rank sleeps on
   std::atomic<uint32_t> sleeping{0};                 // 1 while it may be asleep on it
   std::atomic<uint32_t> left{0};                     // 1 once this rank destroyed its group
+  std::atomic<int32_t> cpu{-1};                      // the CPU it last yielded on (ShmGroup::yield_and_learn)
   // 1 while this rank copies to or from a peer's own memory (process_vm_readv/writev): a rank
   // that fails waits for it to drop before its caller gets the buffers back.
   alignas(kLine) std::atomic<uint32_t> copying{0};

@@ -174,5 +174,55 @@ TEST(ShmGroupWaits, SleepersAreWokenByEveryArrival) {
   ::unsetenv("SPMD_SHM_YIELD_US");
 }
 
+// Two ranks that share one CPU while another is free get apart: the scheduler leaves two
+// busy, yielding ranks together, so the higher one moves itself (ShmGroup::yield_and_learn).
+// Thread ranks: both start confined to one CPU, then get the machine back.
+TEST(ShmGroupWaits, RanksSharingACpuWhileAnotherIsFreeGetApart) {
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs two CPUs";
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  auto store = std::make_shared<HashStore>();
+  const std::vector<int> globals{0, 1};
+  std::atomic<int> cpus[2] = {-1, -1};
+  std::atomic<bool> apart{false};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        ShmGroup g(ShmSetup{store, "shm-apart", globals, r, 30s});  // sees every CPU: spins
+        OpContext op;
+        op.sig = CallSignature{Collective::Barrier, DType::F32, ReduceOp::Sum, -1, 0};
+        op.deadline = Deadline(30s);
+        op.timeout = 30s;
+        auto epochs = [&](int n, uint64_t& seq) {
+          for (int i = 0; i < n; ++i) {
+            op.seq = seq++;
+            g.arrive_and_check(g.begin_epoch(op), op, Record{});
+          }
+        };
+        uint64_t seq = 0;
+        ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+        epochs(100, seq);  // together on `first`
+        ASSERT_EQ(::sched_setaffinity(0, sizeof all, &all), 0);
+        for (int round = 0; round < 30 && !apart.load(); ++round) {  // 3,000 epochs; the move comes within ~300
+          epochs(100, seq);
+          cpus[r] = ::sched_getcpu();
+          epochs(1, seq);  // both have written their CPU
+          apart = apart.load() || cpus[0].load() != cpus[1].load();
+          epochs(1, seq);  // both have read `apart`
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(apart.load()) << "both ranks still on CPU " << cpus[0].load();
+}
+
 }  // namespace
 }  // namespace spmd::shm
