@@ -30,6 +30,7 @@ using wire::Status;
 namespace {
 
 constexpr auto kAnswerGrace = std::chrono::seconds(5);
+constexpr auto kCheckWithin = std::chrono::seconds(2);  // check()'s deadline (it never waits for a key)
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxAnswer = UINT32_MAX;  // an answer is as large as the server makes it
 // Pipelined sets allowed in flight: their answers (17 bytes each) fit in socket buffers, so
@@ -381,7 +382,10 @@ void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
 }
 
 bool TcpStore::check(const std::vector<std::string>& keys) {
-  return impl_->call(make(Op::Check, keys), timeout_).integer != 0;
+  // check() never blocks: it waits for no key, and reconnecting to a server that is gone (a
+  // store hosted by a rank that left) gives up after kCheckWithin instead of the store's
+  // timeout — error paths ask check() what happened, and must not wait minutes to hear it.
+  return impl_->call(make(Op::Check, keys), std::min<std::chrono::milliseconds>(timeout_, kCheckWithin)).integer != 0;
 }
 
 bool TcpStore::delete_key(const std::string& key) {

@@ -49,6 +49,9 @@ class TcpTransport final : public Transport {
   static constexpr int kMeshMaxRanks = 128;
 
  private:
+  // Before the abort closes the connections: no more sending, and what peers sent read until
+  // each closed or `at_most` passed, so closing resets no connection.
+  void drain_before_close(std::chrono::milliseconds at_most) noexcept;
   struct RecvState;
   void check_usable() const;
   bool progress_send(SendPart& s, FrameHeader& h, TcpPair& pair);

@@ -222,7 +222,32 @@ void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
   } catch (...) {
     // Best effort: peers we cannot tell see the connection close instead.
   }
+  drain_before_close(std::chrono::milliseconds(200));
   conns_.close_all();
+}
+
+// Closing a socket with unread data makes the kernel reset the connection, and a reset peer
+// may lose the abort frame still in its receive queue: it then reports a broken connection,
+// or asks the store — gone too if it lived in this process — instead of the cause. So we stop
+// sending, read what peers sent until each closes (they do once they read the abort) or the
+// time is up, and only then close. Seen: 2 runs in 7 of the agreement tests alongside the DDP
+// tests, one rank blocked asking a store whose host had left.
+void TcpTransport::drain_before_close(std::chrono::milliseconds at_most) noexcept {
+  std::vector<int> fds;
+  for (int p = 0; p < conns_.size(); ++p)
+    if (TcpPair* pair = conns_.find(p); pair && pair->open() && ::shutdown(pair->fd(), SHUT_WR) == 0)
+      fds.push_back(pair->fd());
+  const Deadline d(at_most);
+  char sink[4096];
+  try {
+    for (int fd : fds)
+      while (!d.expired() && wait_fd(fd, POLLIN, d)) {
+        const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;  // closed (or reset)
+      }
+  } catch (...) {
+    // Best effort: poll failing is no reason to keep the connections open.
+  }
 }
 
 }  // namespace spmd::tcp

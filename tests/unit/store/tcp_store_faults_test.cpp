@@ -178,6 +178,28 @@ TEST(TcpStoreFaults, LostServerIsReportedAndARestartedOneIsReconnected) {
   EXPECT_EQ(client.num_keys(), 1);
 }
 
+// check() never waits for a key, so it does not wait out the store's timeout reconnecting to a
+// server that is gone either (error paths ask it whether a peer recorded why it failed).
+TEST(TcpStoreFaults, CheckGivesUpOnAGoneServerLongBeforeTheStoresTimeout) {
+  auto server = std::make_unique<TcpStoreServer>();
+  TcpStore client(client_of(server->port(), 120s));
+  client.set("k", std::string("v"));
+  EXPECT_TRUE(client.check({"k"}));
+  server.reset();
+  auto check_fails = [&] {
+    try {
+      client.check({"k"});
+      ADD_FAILURE() << "check() answered without a server";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.kind() == ErrorKind::PeerLost || e.kind() == ErrorKind::Timeout) << e.what();
+    }
+  };
+  check_fails();  // the lost connection (PeerLost)
+  const auto start = std::chrono::steady_clock::now();
+  check_fails();  // reconnecting, refused until it gives up
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // 2 s here; the store's timeout is 120 s
+}
+
 TEST(TcpStoreFaults, ClientWaitsForAServerThatStartsLater) {
   uint16_t port;
   { port = TcpStoreServer().port(); }  // a port that was free a moment ago
