@@ -19,4 +19,15 @@ class WithoutGil {
   PyThreadState* state_;
 };
 
+// True once the interpreter has begun to finalize (or is gone). A thread of ours that then
+// asks for the GIL — freeing the last reference to a tensor with a Python object does — is
+// ended by Python, which aborts the process.
+inline bool python_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+  return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
 }  // namespace spmd::torch_dist

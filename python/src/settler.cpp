@@ -38,7 +38,12 @@ void Settler::loop() {
     works_.pop_front();
     lock.unlock();
     work->settle();  // without a timeout it does not throw: errors go into the work
-    work.reset();
+    // Ours may be the last reference to the work's tensors. While Python finalizes, freeing them
+    // would ask for the GIL and abort the process (seen once in CI, torch's suite at WORLD_SIZE 2:
+    // a group destroyed by the finalizer's collection, its settler still finishing a send):
+    // the process is ending, so the work is left to it.
+    if (python_finalizing()) (void)work.release();
+    else work.reset();
     lock.lock();
   }
 }
