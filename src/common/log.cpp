@@ -36,8 +36,6 @@ const char* name(Level l) {
 // Read when the library loads: enabled() is asked on every call of every collective.
 const Level kLevel = parse_level();
 
-Level level() { return kLevel; }
-
 void set_rank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }
 
 void write(Level l, const std::string& message) {

@@ -10,7 +10,6 @@ namespace spmd::log {
 enum class Level { Warn = 0, Info = 1, Trace = 2 };
 
 extern const Level kLevel;      // read once from SPMD_DEBUG, when the library loads
-Level level();
 inline bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(kLevel); }
 void set_rank(int rank);        // -1 = unknown
 void write(Level l, const std::string& message);

@@ -16,14 +16,15 @@ CallSignature sig_of(Collective c, const TensorView& t, int root = -1, ReduceOp 
 }
 
 // Every buffer of one call lives on one device: the call goes to that device's backend.
-void check_same_device(const TensorView& a, const TensorView& b, const std::string& what, const std::string& name) {
+// `name` is a C string: the check runs on every *_into / *_from call and builds no text unless it fails.
+void check_same_device(const TensorView& a, const TensorView& b, const std::string& what, const char* name) {
   if (!(a.device == b.device))
     raise(ErrorKind::InvalidArgument, what + ": " + name + " is on " + device_name(b.device) + " but the input is on " +
                                           device_name(a.device) + " (all buffers of one call must be on one device)");
 }
 
 void check_same_shape(const TensorView& a, const TensorView& b, const std::string& what, const std::string& name) {
-  check_same_device(a, b, what, name);
+  check_same_device(a, b, what, name.c_str());
   if (a.dtype != b.dtype)
     raise(ErrorKind::InvalidArgument, what + ": " + name + " is " + dtype_name(b.dtype) + " but the input is " +
                                           dtype_name(a.dtype));
@@ -134,7 +135,7 @@ Work ProcessGroup::all_gather_into_async(TensorView output, TensorView input) {
   const std::string what = "all_gather_into";
   impl_->check_view(input, what, "input");
   impl_->check_view(output, what, "output");
-  if (!(input.device == output.device)) check_same_device(input, output, what, "output");
+  check_same_device(input, output, what, "output");
   if (output.dtype != input.dtype || output.count != input.count * static_cast<size_t>(size()))
     raise(ErrorKind::InvalidArgument, what + ": output must hold size() * input.count = " +
                                           std::to_string(input.count * static_cast<size_t>(size())) + " " +
@@ -183,7 +184,7 @@ Work ProcessGroup::reduce_scatter_from_async(TensorView output, TensorView input
   static const std::string what = "reduce_scatter_from";  // static: longer than std::string keeps inline
   impl_->check_view(input, what, "input");
   impl_->check_view(output, what, "output");
-  if (!(input.device == output.device)) check_same_device(input, output, what, "output");
+  check_same_device(input, output, what, "output");
   check_reduce_op(output.dtype, op, "reduce_scatter_from");
   if (output.dtype != input.dtype || input.count != output.count * static_cast<size_t>(size()))
     raise(ErrorKind::InvalidArgument, what + ": input must hold size() * output.count = " +

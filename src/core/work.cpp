@@ -19,13 +19,11 @@ struct FinishedState : Work::State {
 };
 // A namespace-scope object, not a function's static: checking it is a compare, with no guard.
 FinishedState g_finished;
-Work::State& finished() { return g_finished; }
 const std::shared_ptr<Work::State> g_finished_unowned(std::shared_ptr<Work::State>(), &g_finished);
-const std::shared_ptr<Work::State>& finished_state() { return g_finished_unowned; }
 }  // namespace
 
 Work Work::completed(int source_rank) {
-  if (source_rank < 0) return Work(finished_state());
+  if (source_rank < 0) return Work(g_finished_unowned);
   auto s = std::make_shared<State>();
   s->done = true;
   s->source_rank = source_rank;
@@ -34,7 +32,7 @@ Work Work::completed(int source_rank) {
 
 void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   State& s = require(state_);
-  if (&s == &finished()) return;
+  if (&s == &g_finished) return;
   std::shared_ptr<DeviceCompletion> device;
   {
     std::unique_lock<std::mutex> lock(s.m);
@@ -68,7 +66,7 @@ void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
 
 bool Work::is_completed() const {
   State& s = require(state_);
-  if (&s == &finished()) return true;
+  if (&s == &g_finished) return true;
   std::shared_ptr<DeviceCompletion> device;
   {
     std::lock_guard<std::mutex> g(s.m);

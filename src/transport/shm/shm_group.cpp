@@ -21,7 +21,6 @@ namespace spmd::shm {
 
 namespace {
 
-
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
   timespec ts{static_cast<time_t>(at_most.count() / 1000000000), static_cast<long>(at_most.count() % 1000000000)};
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &ts, nullptr, 0);
@@ -196,9 +195,10 @@ void ShmGroup::yield_and_learn() {
 // 5 to 8 of 30). The higher of two ranks seen on one CPU moves: it takes that CPU out of its
 // thread's affinity for a moment, which migrates it at once, and puts the caller's mask back.
 void ShmGroup::move_off_shared_cpu(int cpu) {
+  if (cpu < 0) return;
   bool lower_here = false;
   for (int q = 0; q < me_; ++q) lower_here = lower_here || seg_.lines(q).cpu.load(std::memory_order_relaxed) == cpu;
-  if (!lower_here || cpu < 0) return;
+  if (!lower_here) return;
   cpu_set_t allowed, others;
   if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2)
     return;
