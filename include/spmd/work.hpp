@@ -25,7 +25,14 @@ class Work {
 
   // Blocks until the operation finished; rethrows its error (spmd::Error). With a timeout,
   // raises Error(Timeout) if it has not finished by then (the operation keeps running).
+  // Without one, an operation that has not started yet runs in the calling thread (with the
+  // group's operations queued before it), rather than in the group's worker thread while the
+  // caller sleeps: same result, no hand-off between threads.
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // wait() without a timeout that leaves the operation to the group's worker thread (or to a
+  // thread that wait()s for it): for a thread that only watches operations finish, such as a
+  // completion-callback thread, so that it does not take work from the threads that use it.
+  void wait_without_running();
   // Blocks until the operation finished on its device too (the same as wait() for CPU
   // buffers); raises its error, or Error(Timeout) after `timeout`.
   void synchronize(std::optional<std::chrono::milliseconds> timeout = std::nullopt);

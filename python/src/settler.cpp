@@ -1,5 +1,7 @@
 #include "settler.hpp"
 
+#include <sched.h>
+
 #include "gil.hpp"
 
 namespace spmd::torch_dist {
@@ -30,6 +32,11 @@ void Settler::add(c10::intrusive_ptr<SpmdWork> work) {
 }
 
 void Settler::loop() {
+  // Woken by every add(), it must not take the CPU from the thread that issued the work (which
+  // usually waits at once and runs it): SCHED_BATCH gives up only wake-up preemption, as the
+  // group's worker thread does (docs/bench.md, "Waiting runs the job").
+  sched_param normal{};
+  (void)sched_setscheduler(0, SCHED_BATCH, &normal);
   std::unique_lock<std::mutex> lock(m_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !works_.empty(); });
@@ -37,7 +44,8 @@ void Settler::loop() {
     c10::intrusive_ptr<SpmdWork> work = std::move(works_.front());
     works_.pop_front();
     lock.unlock();
-    work->settle();  // without a timeout it does not throw: errors go into the work
+    // Without a timeout it does not throw: errors go into the work.
+    work->settle(std::nullopt, /*may_run=*/false);
     // Ours may be the last reference to the work's tensors. While Python finalizes, freeing them
     // would ask for the GIL and abort the process (seen once in CI, torch's suite at WORLD_SIZE 2:
     // a group destroyed by the finalizer's collection, its settler still finishing a send):

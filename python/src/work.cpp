@@ -20,7 +20,7 @@ void SpmdWork::start(spmd::Work op) {
   op_ = std::move(op);
 }
 
-void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout) {
+void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout, bool may_run) {
   spmd::Work op;
   {
     std::lock_guard<std::mutex> g(settle_mutex_);
@@ -31,7 +31,8 @@ void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout) {
   }
   std::exception_ptr error;
   try {
-    op.wait(timeout);
+    if (may_run || timeout) op.wait(timeout);
+    else op.wait_without_running();
   } catch (...) {
     if (!op.is_completed()) throw;  // our wait ran out; the operation goes on
     error = std::current_exception();

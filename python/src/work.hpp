@@ -51,8 +51,9 @@ class SpmdWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
   // Waits for the operation (at most `timeout`), then settles the work once. Throws only when
-  // the timeout passed first.
-  void settle(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // the timeout passed first. `may_run` false (the settler thread) leaves an operation that
+  // has not started to the threads that wait for it (spmd::Work::wait_without_running).
+  void settle(std::optional<std::chrono::milliseconds> timeout = std::nullopt, bool may_run = true);
 
  private:
   spmd::Work op_;

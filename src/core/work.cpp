@@ -1,3 +1,4 @@
+#include "core/work_queue.hpp"
 #include "core/work_state.hpp"
 #include "spmd/error.hpp"
 
@@ -30,8 +31,9 @@ Work Work::completed(int source_rank) {
   return Work(s);
 }
 
-void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
-  State& s = require(state_);
+namespace {
+// wait(): `may_run` lets an untimed wait run an operation that has not started.
+void wait_on(Work::State& s, std::optional<std::chrono::milliseconds> timeout, bool may_run) {
   if (&s == &g_finished) return;
   std::shared_ptr<DeviceCompletion> device;
   {
@@ -41,6 +43,9 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
         raise(ErrorKind::Timeout, s.what + " did not finish within " + std::to_string(timeout->count()) +
                                       " ms of wait(); it is still running");
     } else {
+      // Not started yet: run it here rather than sleep while the worker does. The lock moves
+      // into run_for, which releases it when it runs the job.
+      if (may_run && !s.done && s.queue && s.queue->run_for(&s, lock)) lock.lock();
       s.cv.wait(lock, [&] { return s.done; });
     }
     if (s.failed) {
@@ -51,6 +56,11 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   }
   if (device) device->make_caller_wait();
 }
+}  // namespace
+
+void Work::wait(std::optional<std::chrono::milliseconds> timeout) { wait_on(require(state_), timeout, true); }
+
+void Work::wait_without_running() { wait_on(require(state_), std::nullopt, false); }
 
 void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
   const Deadline deadline = timeout ? Deadline(*timeout) : Deadline::never();

@@ -13,6 +13,8 @@
 
 namespace spmd {
 
+class WorkQueue;
+
 struct Work::State {
   std::mutex m;
   std::condition_variable cv;
@@ -26,6 +28,9 @@ struct Work::State {
   std::exception_ptr foreign_error;
   int source_rank = -1;
   std::string what;  // the call, for wait() timeouts
+  // The queue that runs it (set before it is queued; null for one that never is): a waiter
+  // runs a job that has not started itself (WorkQueue::run_for).
+  WorkQueue* queue = nullptr;
   // Set (under m, before done) when the operation finishes on a device after the host part.
   std::shared_ptr<DeviceCompletion> device;
 
