@@ -58,7 +58,9 @@ c10::intrusive_ptr<ProcessGroupSpmd> ProcessGroupSpmd::create(const c10::intrusi
   return pg;
 }
 
-ProcessGroupSpmd::~ProcessGroupSpmd() {
+ProcessGroupSpmd::~ProcessGroupSpmd() { release_resources(); }
+
+void ProcessGroupSpmd::release_resources() {
   WithoutGil no_gil;  // pending operations finish (or time out) first; their callbacks may need it
   stop_threads();
   group_.reset();

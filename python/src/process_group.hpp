@@ -33,6 +33,10 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                    std::chrono::milliseconds timeout);
   ~ProcessGroupSpmd() override;
+  // The last strong reference is gone. c10 deletes the object only when the weak references
+  // go too — and stop_all_group_threads() holds one for every group — so the group shuts down
+  // here: its threads must not outlive it into the interpreter's finalization.
+  void release_resources() override;
 
   const std::string getBackendName() const override { return "spmd"; }
   // Settles every issued operation, runs every future callback, and ends the group's threads;
