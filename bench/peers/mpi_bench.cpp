@@ -20,7 +20,8 @@ const char* kUsage =
     "mpi-bench: Open MPI's collectives in spmd-bench's table format.\n"
     "\n"
     "Usage: mpirun [--allow-run-as-root --oversubscribe] -np P mpi-bench [options]\n"
-    "Collectives: all_reduce, broadcast, all_gather, reduce_scatter (f32, sum).\n"
+    "Collectives: all_reduce, broadcast, all_gather, reduce_scatter (f32, sum), sendrecv (MPI_Sendrecv\n"
+    "in a ring: rank r sends to r+1 and receives from r-1).\n"
     "Extra options:\n"
     "  --name N        name in the CSV's impl column (default mpi)";
 
@@ -43,6 +44,11 @@ class MpiComm {
   const float* reduce_scatter(float* out, float* in, size_t n) {
     MPI_Reduce_scatter_block(in, out, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     return out;
+  }
+  void sendrecv(float* out, const float* in, size_t n) {
+    const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+    MPI_Sendrecv(in, static_cast<int>(n), MPI_FLOAT, next, 0, out, static_cast<int>(n), MPI_FLOAT, prev, 0,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
   double max_over_ranks(double v) { return reduce(v, MPI_MAX); }
   double sum_over_ranks(double v) { return reduce(v, MPI_SUM); }

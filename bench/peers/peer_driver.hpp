@@ -50,9 +50,28 @@ struct PeerCode {
   double (*wrong)(const PeerCase&);
 };
 
+// sendrecv (rank r sends to r+1 and receives from r-1, as spmd-bench's ring) where a peer has it.
+template <typename Comm>
+concept HasSendrecv = requires(Comm& comm, float* out, const float* in, size_t n) { comm.sendrecv(out, in, n); };
+template <typename Comm>
+void run_sendrecv(Comm& comm, PeerCase& c) {
+  if constexpr (HasSendrecv<Comm>) comm.sendrecv(c.out.data(), c.in.data(), c.count);
+}
+
 template <typename Comm>
 const PeerCode<Comm>& peer_code(const std::string& collective) {
   static const PeerCode<Comm> table[] = {
+      {"sendrecv",
+       [](PeerCase& c) {
+         for (size_t i = 0; i < c.count; ++i) c.in[i] = data_value(c.rank, i);
+       },
+       run_sendrecv<Comm>,
+       [](const PeerCase& c) {
+         double bad = 0;
+         const int prev = (c.rank + c.size - 1) % c.size;
+         for (size_t i = 0; i < c.count; ++i) bad += c.out[i] != data_value(prev, i);
+         return bad;
+       }},
       {"all_reduce",
        [](PeerCase& c) {
          for (size_t i = 0; i < c.count; ++i) c.in[i] = sum_input(c.rank, i);
@@ -96,8 +115,9 @@ const PeerCode<Comm>& peer_code(const std::string& collective) {
        }},
   };
   for (const auto& row : table)
-    if (collective == row.name) return row;
-  throw std::invalid_argument("peer benchmarks run all_reduce, broadcast, all_gather and reduce_scatter only, not '" +
+    if (collective == row.name && (HasSendrecv<Comm> || collective != "sendrecv")) return row;
+  throw std::invalid_argument("peer benchmarks run all_reduce, broadcast, all_gather and reduce_scatter (and "
+                              "sendrecv where the peer has it) only, not '" +
                               collective + "'");
 }
 

@@ -91,21 +91,20 @@ OpContext ProcessGroup::Impl::context(const CallSignature& sig, uint64_t seq, bo
 
 Work ProcessGroup::Impl::submit(const CallSignature& sig, std::function<void(const OpContext&)> body) {
   auto state = std::make_shared<Work::State>();
-  state->what = describe(sig);
+  state->call = sig;
   std::lock_guard<std::mutex> g(issue_mutex);
   uint64_t seq = queue->reserve(true);
   uint64_t id = recorder ? recorder->queued(sig, seq, false) : 0;
   queue->push(
-      [this, sig, seq, id, state, body = std::move(body)] {
+      [this, sig, seq, id, body = std::move(body)] {
         const auto now = Deadline::Clock::now();
         observe::CallScope scope(recorder.get(), id, seq, false, now);
-        std::shared_ptr<DeviceCompletion> device;
+        JobResult result;
         OpContext c = context(sig, seq, false, now);
-        c.completion = &device;
+        c.completion = &result.device;
         body(c);
         scope.done();
-        std::lock_guard<std::mutex> g(state->m);
-        state->device = std::move(device);
+        return result;
       },
       {state});
   return Work(state);
@@ -124,29 +123,28 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
                                                   std::function<int(const OpContext&)> body) {
   std::vector<std::shared_ptr<Work::State>> states;
   std::vector<Work> out;
+  states.reserve(works);
+  out.reserve(works);
   for (size_t i = 0; i < works; ++i) {
     states.push_back(std::make_shared<Work::State>());
-    states.back()->what = describe(sig);
+    states.back()->call = sig;
     out.emplace_back(states.back());
   }
   std::lock_guard<std::mutex> g(issue_mutex);
   queue->reserve(false);
   uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
-  auto run = [this, sig, states, id, body = std::move(body)] {
+  auto run = [this, sig, id, body = std::move(body)] {
     const auto now = Deadline::Clock::now();
     observe::CallScope scope(recorder.get(), id, 0, true, now);
-    std::shared_ptr<DeviceCompletion> device;
+    JobResult result;
     OpContext c = context(sig, 0, true, now);
-    c.completion = &device;
+    c.completion = &result.device;
     int peer = body(c);
     scope.done();
-    for (auto& s : states) {
-      std::lock_guard<std::mutex> g(s->m);
-      s->source_rank = peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1;
-      s->device = device;
-    }
+    result.source_rank = peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1;
+    return result;
   };
-  queue->push(std::move(run), states);
+  queue->push(std::move(run), std::move(states));
   return out;
 }
 

@@ -21,7 +21,7 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
   state->what = "monitored_barrier";
   std::unique_lock<std::mutex> lock(g.issue_mutex);
   std::string base = g.prefix + "/monitored_barrier/" + std::to_string(g.monitored++);
-  auto run = [&g, base, limit, wait_all_ranks] {
+  auto run = [&g, base, limit, wait_all_ranks]() -> JobResult {
     Deadline deadline(limit);
     auto secs = seconds_text(limit);
     g.store->set(base + "/arrived/" + std::to_string(g.rank), text("1"));
@@ -38,7 +38,7 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
       std::string verdict(v.begin(), v.end());
       if (verdict != "ok") raise(ErrorKind::Timeout, "monitored_barrier: " + verdict);
       g.store->set(base + "/released/" + std::to_string(g.rank), text("1"));
-      return;
+      return {};
     }
     std::vector<int> missing;
     for (int r = 1; r < g.size(); ++r) {
@@ -65,7 +65,7 @@ void ProcessGroup::monitored_barrier(std::optional<std::chrono::milliseconds> ti
       std::vector<std::string> released;
       for (int r = 1; r < g.size(); ++r) released.push_back(base + "/released/" + std::to_string(r));
       g.store->wait(released, std::max(deadline.remaining(), std::chrono::milliseconds(5000)));
-      return;
+      return {};
     }
     std::string list;
     for (int m : missing) list += (list.empty() ? "" : ", ") + std::to_string(m);

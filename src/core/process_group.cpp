@@ -280,6 +280,7 @@ Work ProcessGroup::recv_async(TensorView t, int src, int tag) {
 std::vector<Work> ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops) {
   static const std::string what = "batch_isend_irecv";  // static: longer than std::string keeps inline
   std::vector<Backend::P2PItem> items;
+  items.reserve(ops.size());
   for (const P2POp& o : ops) {
     impl_->check_view(o.tensor, what);
     check_same_device(ops[0].tensor, o.tensor, what, "an operation's tensor");

@@ -23,8 +23,7 @@ uint64_t WorkQueue::reserve(bool numbered) {
   return numbered ? before / kNumber : 0;
 }
 
-void WorkQueue::push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
-                     bool abort_on_failure) {
+void WorkQueue::push(Run run, std::vector<std::shared_ptr<Work::State>> states, bool abort_on_failure) {
   for (auto& s : states) s->queue = this;
   {
     std::lock_guard<std::mutex> g(m_);
@@ -61,8 +60,9 @@ void WorkQueue::loop() {
 
 void WorkQueue::execute(Job& job, bool last) {
   std::exception_ptr error;
+  JobResult result;
   try {
-    job.run();
+    result = job.run();
   } catch (...) {
     error = std::current_exception();
     if (job.abort_on_failure) on_failure_(error);
@@ -77,7 +77,7 @@ void WorkQueue::execute(Job& job, bool last) {
     running_ = false;
     if (stopping_ || !jobs_.empty()) cv_.notify_one();
   }
-  for (auto& s : job.states) s->complete(error);
+  for (auto& s : job.states) s->complete(error, result);
 }
 
 bool WorkQueue::run_for(const Work::State* state, std::unique_lock<std::mutex>& state_lock) {
@@ -86,6 +86,15 @@ bool WorkQueue::run_for(const Work::State* state, std::unique_lock<std::mutex>& 
   auto holds = [state](const Job& j) {
     return std::any_of(j.states.begin(), j.states.end(), [state](const auto& s) { return s.get() == state; });
   };
+  if (!jobs_.empty() && holds(jobs_.front())) {  // the usual case: the only job queued
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
+    state_lock.unlock();
+    execute(job, true);
+    return true;
+  }
   auto it = std::find_if(jobs_.begin(), jobs_.end(), holds);
   if (it == jobs_.end()) return false;  // the worker took it already
   std::vector<Job> mine(std::make_move_iterator(jobs_.begin()), std::make_move_iterator(it + 1));

@@ -32,6 +32,7 @@ namespace spmd {
 class WorkQueue {
  public:
   using OnFailure = std::function<void(std::exception_ptr)>;
+  using Run = std::function<JobResult()>;
   explicit WorkQueue(OnFailure on_failure);
   // Runs what is still queued, then stops the worker.
   ~WorkQueue();
@@ -42,11 +43,10 @@ class WorkQueue {
   // `numbered` is false). Callers that push from several threads reserve and push under one
   // lock of theirs, so the queue holds the jobs in number order.
   uint64_t reserve(bool numbered);
-  // Queues `run` (reserved before); every state completes when it returns (or throws). A
-  // failure of a job that does not touch the connections (abort_on_failure false) leaves the
-  // group usable.
-  void push(std::function<void()> run, std::vector<std::shared_ptr<Work::State>> states,
-            bool abort_on_failure = true);
+  // Queues `run` (reserved before); every state completes with what it returns (or throws).
+  // A failure of a job that does not touch the connections (abort_on_failure false) leaves
+  // the group usable.
+  void push(Run run, std::vector<std::shared_ptr<Work::State>> states, bool abort_on_failure = true);
 
   // When no job is queued or running: the caller now runs an operation itself, and gets its
   // call number (0 when not `numbered`); it must call release_inline() when done.
@@ -61,7 +61,7 @@ class WorkQueue {
 
  private:
   struct Job {
-    std::function<void()> run;
+    Run run;
     std::vector<std::shared_ptr<Work::State>> states;
     bool abort_on_failure = true;
   };

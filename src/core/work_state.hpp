@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error_text.hpp"
+#include "core/call.hpp"
 #include "core/device_completion.hpp"
 #include "spmd/error.hpp"
 #include "spmd/work.hpp"
@@ -14,6 +15,12 @@
 namespace spmd {
 
 class WorkQueue;
+
+// What a finished operation reports to its Works (besides an error).
+struct JobResult {
+  int source_rank = -1;  // a receive's source (world rank), -1 otherwise
+  std::shared_ptr<DeviceCompletion> device;  // the part that finishes on a device, if any
+};
 
 struct Work::State {
   std::mutex m;
@@ -27,17 +34,21 @@ struct Work::State {
   std::string error_message;
   std::exception_ptr foreign_error;
   int source_rank = -1;
-  std::string what;  // the call, for wait() timeouts
+  // The call, for wait() timeouts: `what` when set, else describe(call) (made only then).
+  std::string what;
+  CallSignature call;
   // The queue that runs it (set before it is queued; null for one that never is): a waiter
   // runs a job that has not started itself (WorkQueue::run_for).
   WorkQueue* queue = nullptr;
   // Set (under m, before done) when the operation finishes on a device after the host part.
   std::shared_ptr<DeviceCompletion> device;
 
-  void complete(std::exception_ptr e) {
+  void complete(std::exception_ptr e, const JobResult& result = {}) {
     {
       std::lock_guard<std::mutex> g(m);
       done = true;
+      source_rank = result.source_rank;
+      device = result.device;
       if (e) {
         failed = true;
         try {

@@ -4,8 +4,8 @@
 
 namespace spmd {
 
-void check_frame(const FrameHeader& h, const ExpectedFrame& x, const std::string& who, int peer_global,
-                 const std::string& where) {
+void raise_frame_mismatch(const FrameHeader& h, const ExpectedFrame& x, const std::string& who, int peer_global,
+                          const std::string& where) {
   const std::string peer = "rank " + std::to_string(peer_global);
   if (h.magic != FrameHeader::kMagic)
     raise(ErrorKind::Mismatch, who + " in " + where + ": " + peer +

@@ -20,8 +20,22 @@ struct ExpectedFrame {
   size_t bytes;               // payload this rank expects
 };
 
-// `who`: "rank 3"; `where`: the call as this rank's messages name it.
-void check_frame(const FrameHeader& h, const ExpectedFrame& expected, const std::string& who, int peer_global,
-                 const std::string& where);
+// True when `h` is the frame this rank expects.
+inline bool frame_matches(const FrameHeader& h, const ExpectedFrame& x) {
+  return h.magic == FrameHeader::kMagic && h.group == x.group && h.signature() == x.call && h.seq == x.seq &&
+         h.payload == x.bytes;
+}
+
+// Raises the Mismatch that says how `h` differs from what this rank expects (returns when it
+// does not). `who`: "rank 3"; `where`: the call as this rank's messages name it.
+void raise_frame_mismatch(const FrameHeader& h, const ExpectedFrame& expected, const std::string& who,
+                          int peer_global, const std::string& where);
+
+// The check of every received header. `who()` and `where()` make the texts of raise_frame_mismatch,
+// only when there is a mismatch to describe (this runs on every message of the latency path).
+template <typename Who, typename Where>
+void check_frame(const FrameHeader& h, const ExpectedFrame& expected, Who&& who, int peer_global, Where&& where) {
+  if (!frame_matches(h, expected)) raise_frame_mismatch(h, expected, who(), peer_global, where());
+}
 
 }  // namespace spmd

@@ -2,6 +2,7 @@
 // (collectives/select.cpp) over the group's traits, stamps the choice into the call's
 // signature (so ranks that chose differently disagree), and runs it over the group's
 // transports: TCP between all members, and shared memory among the members of this host.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/select.hpp"
 #include "common/env.hpp"
+#include "common/small_array.hpp"
 #include "common/log.hpp"
 #include "core/observe/call_probe.hpp"
 #include "transport/shm/shm_group.hpp"
@@ -163,32 +165,62 @@ class NativeBackend final : public Backend {
   // Round k runs the k-th message of every (peer, direction) at once: concurrent across peers
   // (no deadlock when two ranks both send first), in order between two ranks.
   static void run_batch(Transport& t, const OpContext& op, const std::vector<P2PItem>& items) {
-    std::vector<CallSignature> sigs(items.size());
+    SmallArray<CallSignature, 4> sigs(items.size());
+    for (size_t i = 0; i < items.size(); ++i)
+      sigs[i] = CallSignature{Collective::Send, items[i].data.dtype, ReduceOp::Sum, items[i].tag, items[i].data.count};
+    if (one_round(items)) {  // the common batch (a send and a receive, a halo exchange): no rounds to sort
+      run_round(t, op, items, sigs, [](size_t) { return true; });
+      return;
+    }
     std::vector<std::vector<size_t>> queues(static_cast<size_t>(t.size()) * 2);
-    for (size_t i = 0; i < items.size(); ++i) {
-      const P2PItem& it = items[i];
-      sigs[i] = CallSignature{Collective::Send, it.data.dtype, ReduceOp::Sum, it.tag, it.data.count};
-      queues[static_cast<size_t>(it.peer) * 2 + (it.send ? 0 : 1)].push_back(i);
-    }
-    for (size_t round = 0;; ++round) {
-      std::vector<SendPart> sends;
-      std::vector<RecvPart> recvs;
-      for (auto& q : queues) {
-        if (round >= q.size()) continue;
-        const P2PItem& it = items[q[round]];
-        if (it.send) {
-          SendPart s{it.peer, it.data.data, it.data.bytes()};
-          s.sig = &sigs[q[round]];
-          sends.push_back(s);
-        } else {
-          RecvPart r{it.peer, it.data.data, it.data.bytes()};
-          r.sig = &sigs[q[round]];
-          recvs.push_back(r);
-        }
+    for (size_t i = 0; i < items.size(); ++i)
+      queues[static_cast<size_t>(items[i].peer) * 2 + (items[i].send ? 0 : 1)].push_back(i);
+    std::vector<size_t> round_of(items.size());
+    size_t rounds = 0;
+    for (auto& q : queues)
+      for (size_t k = 0; k < q.size(); ++k) {
+        round_of[q[k]] = k;
+        rounds = std::max(rounds, k + 1);
       }
-      if (sends.empty() && recvs.empty()) return;
-      t.run(sends, recvs, op);
+    for (size_t round = 0; round < rounds; ++round)
+      run_round(t, op, items, sigs, [&](size_t i) { return round_of[i] == round; });
+  }
+  // True when no two items share a peer and a direction (small batches; a larger one is sorted).
+  static bool one_round(const std::vector<P2PItem>& items) {
+    if (items.size() > 8) return false;
+    for (size_t i = 0; i < items.size(); ++i)
+      for (size_t j = i + 1; j < items.size(); ++j)
+        if (items[i].peer == items[j].peer && items[i].send == items[j].send) return false;
+    return true;
+  }
+  // Runs the items that `in_round` picks, in item order, at once.
+  template <typename Pick>
+  static void run_round(Transport& t, const OpContext& op, const std::vector<P2PItem>& items,
+                        SmallArray<CallSignature, 4>& sigs, Pick&& in_round) {
+    size_t n_sends = 0, n_recvs = 0;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (in_round(i)) ++(items[i].send ? n_sends : n_recvs);
+    SmallArray<SendPart, 4> sends(n_sends);
+    SmallArray<RecvPart, 4> recvs(n_recvs);
+    n_sends = n_recvs = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!in_round(i)) continue;
+      const P2PItem& it = items[i];
+      if (it.send) {
+        SendPart& s = sends[n_sends++];
+        s.peer = it.peer;
+        s.data = it.data.data;
+        s.bytes = it.data.bytes();
+        s.sig = &sigs[i];
+      } else {
+        RecvPart& r = recvs[n_recvs++];
+        r.peer = it.peer;
+        r.data = it.data.data;
+        r.bytes = it.data.bytes();
+        r.sig = &sigs[i];
+      }
     }
+    t.run(sends.span(), recvs.span(), op);
   }
 
   BackendConfig config_;

@@ -8,7 +8,8 @@
 //   slots[ranks][2]                   per rank and epoch parity: slot_bytes of data
 //   PipeLines[ranks*ranks] + rings    one single-producer/single-consumer byte pipe per
 //                                     ordered pair (point to point, and steps of TCP-style
-//                                     algorithms over shared memory)
+//                                     algorithms over shared memory), with the lines of its
+//                                     single-copy hand-over of large messages
 //
 // Lifetime: the host's leader creates it under a fresh name in /dev/shm and publishes the name
 // through the store; every local rank maps it and counts itself in; the last one to arrive
@@ -34,7 +35,7 @@ constexpr size_t kMaxSlotBytes = 64 << 20;
 // Whole pages from kMinSlotBytes to kMaxSlotBytes.
 constexpr bool valid_slot_bytes(uint64_t b) { return b >= kMinSlotBytes && b <= kMaxSlotBytes && b % 4096 == 0; }
 constexpr size_t kPipeBytes = 64 << 10;   // ring of each ordered pair
-constexpr uint32_t kSegmentMagic = 0x53484d53;
+constexpr uint32_t kSegmentMagic = 0x53484d54;  // changes with the layout
 constexpr int kMaxRanks = 512;  // local ranks per segment (pipes grow with the square)
 
 constexpr size_t kRecordData = 24;  // data that may travel in a Record instead of a slot
@@ -102,9 +103,23 @@ struct RankLines {
   uint64_t nonce = 0;
 };
 
+// A receiver's offer to take one large point-to-point message of its pipe straight into its
+// buffer, and the sender's answer (ShmTransport: one copy instead of two through the ring).
+struct alignas(kLine) DirectOffer {
+  std::atomic<uint64_t> message{0};  // the message's number + 1 (0: no offer yet)
+  std::atomic<uint64_t> address{0};  // the receiver's buffer
+  std::atomic<uint64_t> bytes{0};
+};
+struct alignas(kLine) DirectDone {
+  std::atomic<uint64_t> message{0};  // number + 1 of the message whose payload is delivered
+  std::atomic<uint64_t> from{0};     // first byte written into the buffer (those before came by the ring)
+};
+
 struct PipeLines {
   alignas(kLine) std::atomic<uint64_t> head{0};  // bytes the producer has written
   alignas(kLine) std::atomic<uint64_t> tail{0};  // bytes the consumer has taken
+  DirectOffer offer;                              // written by the consumer
+  DirectDone done;                                // written by the producer
 };
 
 // Byte offsets of each part for `ranks` local ranks.

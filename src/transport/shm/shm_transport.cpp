@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "common/small_array.hpp"
 #include "transport/frame_check.hpp"
 
 namespace spmd::shm {
@@ -15,6 +17,7 @@ static_assert((kPipeBytes & kMask) == 0, "pipe rings wrap by masking");
 
 ShmTransport::ShmTransport(ShmGroup& group)
     : group_(group),
+      direct_(group.remote_memory()),
       group_hash_(hash_name(group.prefix())),
       prefix_(group.prefix()),
       p2p_sent_(static_cast<size_t>(group.size())),
@@ -86,7 +89,12 @@ void ShmTransport::copy_out(int from, int to, uint64_t at, void* dst, size_t n) 
   if (first < n) std::memcpy(static_cast<char*>(dst) + first, ring, n - first);
 }
 
-bool ShmTransport::progress_send(SendPart& s, FrameHeader& h) {
+bool ShmTransport::offered(const SendPart& s, uint64_t message) const {
+  const DirectOffer& o = group_.segment().pipe(rank(), s.peer).offer;
+  return o.message.load(std::memory_order_acquire) == message + 1 && o.bytes.load(std::memory_order_relaxed) == s.bytes;
+}
+
+bool ShmTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext& op, bool hold_large) {
   if (!backlog_[static_cast<size_t>(s.peer)].empty()) {  // earlier eager bytes go first
     flush_backlogs();
     if (!backlog_[static_cast<size_t>(s.peer)].empty()) return false;
@@ -97,7 +105,20 @@ bool ShmTransport::progress_send(SendPart& s, FrameHeader& h) {
     s.header_sent += n;
     moved = n > 0;
   }
-  if (s.header_sent == kHeader) {
+  if (s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op) && offered(s, h.seq)) {
+    // The rest of the payload straight into the receiver's buffer; then say from where (the
+    // receiver takes the bytes before it from the ring). Nothing of the next message enters
+    // the ring before `done` is stored, so a receiver that sees the next message sees it.
+    PipeLines& p = group_.segment().pipe(rank(), s.peer);
+    group_.write_peer(s.peer, p.offer.address.load(std::memory_order_relaxed) + s.sent,
+                      static_cast<const char*>(s.data) + s.sent, s.bytes - s.sent);
+    p.done.from.store(s.sent, std::memory_order_relaxed);
+    p.done.message.store(h.seq + 1, std::memory_order_seq_cst);
+    group_.notify(s.peer);
+    s.sent = s.bytes;
+    return true;
+  }
+  if (s.header_sent == kHeader && !(hold_large && direct_send(s, op))) {
     size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
     if (avail > s.sent) {
       size_t n = write_some(s.peer, static_cast<const char*>(s.data) + s.sent, avail - s.sent);
@@ -111,6 +132,14 @@ bool ShmTransport::progress_send(SendPart& s, FrameHeader& h) {
 bool ShmTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op) {
   PipeLines& p = group_.segment().pipe(r.peer, rank());
   const char* ring = group_.segment().ring(r.peer, rank());
+  const size_t peer = static_cast<size_t>(r.peer);
+  if (st.offered == 0 && !r.header_done && direct_recv(r, op)) {  // offer our buffer (see the header)
+    p.offer.address.store(reinterpret_cast<uintptr_t>(r.data), std::memory_order_relaxed);
+    p.offer.bytes.store(r.bytes, std::memory_order_relaxed);
+    st.offered = p2p_received_[peer] + 1;
+    p.offer.message.store(st.offered, std::memory_order_seq_cst);
+    group_.notify(r.peer);
+  }
   uint64_t tail = p.tail.load(std::memory_order_relaxed);
   size_t avail = static_cast<size_t>(p.head.load(std::memory_order_acquire) - tail);
   const uint64_t start = tail;
@@ -121,17 +150,20 @@ bool ShmTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
     tail += n;
     avail -= n;
     if (st.header_got == kHeader) {
-      const size_t peer = static_cast<size_t>(r.peer);
       check_frame(st.header,
                   ExpectedFrame{r.sig ? *r.sig : op.sig, op.p2p ? p2p_received_[peer] : op.seq, op.p2p, group_hash_,
                                 prefix_, r.bytes},
-                  "rank " + std::to_string(group_.global(rank())), group_.global(r.peer), group_.where(op));
+                  [&] { return "rank " + std::to_string(group_.global(rank())); }, group_.global(r.peer),
+                  [&] { return group_.where(op); });
       if (op.p2p) ++p2p_received_[peer];
       r.header_done = true;
     }
   }
-  while (r.header_done && r.received < r.bytes && avail > 0) {
-    size_t n = std::min(avail, r.bytes - r.received);
+  // The payload ends in the ring where the sender went direct (read after `avail`: a sender
+  // stores `done` before it writes anything further into the ring).
+  const size_t until = delivered_from(r, st).value_or(r.bytes);
+  while (r.header_done && r.received < until && avail > 0) {
+    size_t n = std::min(avail, until - r.received);
     if (!r.sink) {
       copy_out(r.peer, rank(), tail, static_cast<char*>(r.data) + r.received, n);
     } else {
@@ -153,14 +185,24 @@ bool ShmTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
     tail += n;
     avail -= n;
   }
-  if (tail == start) return false;
+  const bool delivered = r.header_done && r.received == until && until < r.bytes;
+  if (delivered) r.received = r.bytes;  // the rest is in our buffer already
+  if (tail == start) return delivered;
   p.tail.store(tail, std::memory_order_seq_cst);
   group_.notify(r.peer);
   return true;
 }
 
-bool ShmTransport::can_progress(std::span<SendPart> sends, std::span<RecvPart> recvs,
-                                std::span<RecvState> states) const {
+std::optional<size_t> ShmTransport::delivered_from(const RecvPart& r, const RecvState& st) const {
+  if (st.offered == 0 || !r.header_done) return std::nullopt;
+  const DirectDone& d = group_.segment().pipe(r.peer, rank()).done;
+  if (d.message.load(std::memory_order_acquire) != st.offered) return std::nullopt;
+  return static_cast<size_t>(d.from.load(std::memory_order_relaxed));
+}
+
+bool ShmTransport::can_progress(std::span<SendPart> sends, std::span<const FrameHeader> headers,
+                                std::span<RecvPart> recvs, std::span<RecvState> states, const OpContext& op,
+                                bool hold_large) const {
   for (size_t q = 0; q < backlog_.size() && backlogged_ > 0; ++q) {
     const PipeLines& p = group_.segment().pipe(rank(), static_cast<int>(q));
     if (!backlog_[q].empty() && p.head.load(std::memory_order_relaxed) - p.tail.load(std::memory_order_acquire) < kPipeBytes)
@@ -172,12 +214,18 @@ bool ShmTransport::can_progress(std::span<SendPart> sends, std::span<RecvPart> r
     const PipeLines& p = group_.segment().pipe(r.peer, rank());
     size_t avail = static_cast<size_t>(p.head.load(std::memory_order_acquire) - p.tail.load(std::memory_order_relaxed));
     size_t need = r.sink && r.header_done && r.bytes - r.received >= r.align ? r.align : 1;
-    (void)states;
     if (avail >= need) return true;
+    auto from = delivered_from(r, states[i]);
+    if (from && r.received >= *from) return true;  // the sender delivered the rest
   }
-  for (const SendPart& s : sends) {
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const SendPart& s = sends[i];
     size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
     if (s.header_sent == kHeader && s.sent >= avail) continue;
+    if (s.header_sent == kHeader && direct_send(s, op)) {
+      if (offered(s, headers[i].seq)) return true;
+      if (hold_large) continue;  // only the offer lets it move
+    }
     const PipeLines& p = group_.segment().pipe(rank(), s.peer);
     if (p.head.load(std::memory_order_relaxed) - p.tail.load(std::memory_order_acquire) < kPipeBytes) return true;
   }
@@ -199,13 +247,17 @@ std::string ShmTransport::missing(std::span<SendPart> sends, std::span<RecvPart>
 
 void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
   group_.check_usable();
-  std::vector<FrameHeader> headers(sends.size());
+  SmallArray<FrameHeader, 4> headers(sends.size());
   for (size_t i = 0; i < sends.size(); ++i) {
     const size_t peer = static_cast<size_t>(sends[i].peer);
     uint64_t seq = op.p2p ? p2p_sent_[peer]++ : op.seq;
     headers[i] = FrameHeader::data(group_hash_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
   }
-  std::vector<RecvState> states(recvs.size());
+  SmallArray<RecvState, 4> states(recvs.size());
+  // Large point-to-point payloads wait for their receivers' offers (hold_large) until a while
+  // after the first time this step was blocked (offer_wait_until).
+  bool hold_large = direct_;
+  std::optional<Deadline::Clock::time_point> offer_wait_until;
   for (;;) {
     bool progress = backlogged_ > 0 && flush_backlogs(), pending = false;
     for (size_t i = 0; i < recvs.size(); ++i) {
@@ -217,31 +269,53 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     for (size_t i = 0; i < sends.size(); ++i) {
       SendPart& s = sends[i];
       if (s.header_sent == kHeader && s.sent == s.bytes) continue;
-      progress |= progress_send(s, headers[i]);
+      progress |= progress_send(s, headers[i], op, hold_large);
       pending |= !(s.header_sent == kHeader && s.sent == s.bytes);
     }
     if (!pending) return;
+    if (!progress && hold_large) {
+      // Blocked with large sends held for their receivers' offers: wait a little for them, then
+      // stream the payloads through the rings (and copy them aside, below) after all.
+      const auto now = Deadline::Clock::now();
+      if (!offer_wait_until) offer_wait_until = now + std::chrono::microseconds(kOfferWaitUs);
+      if (now >= *offer_wait_until && holds_large(sends, op)) {
+        hold_large = false;
+        continue;
+      }
+    }
     if (!progress && op.p2p) {  // blocked: complete point-to-point sends eagerly where allowed
       for (size_t i = 0; i < sends.size(); ++i) {
         SendPart& s = sends[i];
         size_t rest = (kHeader - s.header_sent) + (s.bytes - s.sent);
         if (rest == 0 || s.ready || backlog_[static_cast<size_t>(s.peer)].size() + rest > kEagerBytes) continue;
+        if (hold_large && s.header_sent == kHeader && direct_send(s, op)) continue;  // still waiting for the offer
         defer(s, headers[i]);
         progress = true;
       }
       if (progress) continue;
     }
     if (!progress)
-      group_.wait([&] { return can_progress(sends, recvs, states); }, op,
-                  [&](int q) {
-                    for (const RecvPart& r : recvs)
-                      if (r.peer == q && !(r.header_done && r.received == r.bytes)) return true;
-                    for (const SendPart& s : sends)
-                      if (s.peer == q && !(s.header_sent == kHeader && s.sent == s.bytes)) return true;
-                    return false;
-                  },
-                  [&] { return missing(sends, recvs); });
+      group_.wait(
+          [&] {
+            return can_progress(sends, headers.span(), recvs, states.span(), op, hold_large) ||
+                   (hold_large && offer_wait_until && Deadline::Clock::now() >= *offer_wait_until);
+          },
+          op,
+          [&](int q) {
+            for (const RecvPart& r : recvs)
+              if (r.peer == q && !(r.header_done && r.received == r.bytes)) return true;
+            for (const SendPart& s : sends)
+              if (s.peer == q && !(s.header_sent == kHeader && s.sent == s.bytes)) return true;
+            return false;
+          },
+          [&] { return missing(sends, recvs); });
   }
+}
+
+bool ShmTransport::holds_large(std::span<SendPart> sends, const OpContext& op) const {
+  for (const SendPart& s : sends)
+    if (s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op)) return true;
+  return false;
 }
 
 int ShmTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {

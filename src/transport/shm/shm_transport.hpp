@@ -5,8 +5,18 @@
 // in as far as the ring has room, a receiver copies out (or reduces straight from the ring
 // into its output through a sink) and both ring each other's doorbell when the other may be
 // asleep. Ranks are local indices (equal to group ranks when the group lives on one host).
+//
+// Large point-to-point messages between ranks that can reach each other's memory take one
+// copy instead of two: the receiver offers its buffer (the pipe's DirectOffer), and a sender
+// that finds the offer for the message it is sending writes the rest of the payload straight
+// into that buffer (process_vm_writev) and says from which byte (DirectDone). The header still
+// travels through the ring, so order and the frame check stay as they are. A sender whose
+// receiver has not offered yet holds the payload back a little (kOfferWaitUs after the step
+// first found nothing else to do), then streams it through the ring and, blocked, copies it
+// aside as an eager send: the offer only ever saves copies, a late receiver blocks nothing.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -25,6 +35,13 @@ class ShmTransport final : public Transport {
   // is full, copied aside (up to this many bytes per peer, like a socket's send buffer): both
   // ranks may send before they receive. The copies go out while this rank waits on anything.
   static constexpr size_t kEagerBytes = 4 << 20;
+  // Point-to-point payloads from this size go straight into an offered buffer: at 64 KiB (one
+  // ring) the two copies through the ring already cost more than the hand-over
+  // (docs/bench.md, "Point to point on one host").
+  static constexpr size_t kDirectBytes = 64 << 10;
+  // How long a blocked sender of such a message waits for the receiver's offer before it
+  // streams it through the ring (and copies it aside): about what that copy of 1 MiB costs.
+  static constexpr int kOfferWaitUs = 50;
 
   int rank() const override { return group_.rank(); }
   int size() const override { return group_.size(); }
@@ -38,19 +55,37 @@ class ShmTransport final : public Transport {
     FrameHeader header;
     size_t header_got = 0;
     char carry[16];  // one element that straddles the ring's end, for sinks
+    uint64_t offered = 0;  // number + 1 of the message whose buffer we offered (0: none)
   };
-  bool progress_send(SendPart& s, FrameHeader& h);
+  // Whether a send may go straight into the receiver's buffer, and a receive offer its own.
+  bool direct_send(const SendPart& s, const OpContext& op) const {
+    return op.p2p && direct_ && !s.ready && s.bytes >= kDirectBytes;
+  }
+  bool direct_recv(const RecvPart& r, const OpContext& op) const {
+    return op.p2p && direct_ && !r.sink && r.bytes >= kDirectBytes;
+  }
+  // The offer of the receiver of `s` for message `message`, if it made one.
+  bool offered(const SendPart& s, uint64_t message) const;
+  // `hold_large`: a large point-to-point payload waits for its receiver's offer (only its
+  // header goes into the ring).
+  bool progress_send(SendPart& s, FrameHeader& h, const OpContext& op, bool hold_large);
+  // Whether a send still waits for its receiver's offer.
+  bool holds_large(std::span<SendPart> sends, const OpContext& op) const;
   // Writes up to n bytes into the pipe to `peer`; returns how many fit.
   size_t write_some(int peer, const char* data, size_t n);
   bool flush_backlogs();
   void defer(SendPart& s, const FrameHeader& h);  // the rest of an eager send, copied aside
   bool progress_recv(RecvPart& r, RecvState& st, const OpContext& op);
-  bool can_progress(std::span<SendPart> sends, std::span<RecvPart> recvs, std::span<RecvState> states) const;
+  // With a receive whose sender went direct: the byte from which the payload is in its buffer.
+  std::optional<size_t> delivered_from(const RecvPart& r, const RecvState& st) const;
+  bool can_progress(std::span<SendPart> sends, std::span<const FrameHeader> headers, std::span<RecvPart> recvs,
+                    std::span<RecvState> states, const OpContext& op, bool hold_large) const;
   std::string missing(std::span<SendPart> sends, std::span<RecvPart> recvs) const;
   // Copies from the ring of `from -> to` at stream position `at` (wrapping).
   void copy_out(int from, int to, uint64_t at, void* dst, size_t n) const;
 
   ShmGroup& group_;
+  bool direct_;  // every local rank can reach the others' memory (ShmGroup::remote_memory)
   uint32_t group_hash_;
   std::string prefix_;
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // point-to-point message numbers per peer

@@ -387,7 +387,7 @@ void TcpTransport::accept_header(RecvPart& r, RecvState& st, TcpPair& pair, cons
   int peer = pair.peer_global();
   if (h.magic == FrameHeader::kMagic && h.kind == FrameKind::Abort) raise_abort_frame(pair, landed, extra, op);
   check_frame(h, ExpectedFrame{r.sig ? *r.sig : op.sig, op.p2p ? pair.p2p_received : op.seq, op.p2p, group_, prefix_, r.bytes},
-              who(), peer, call(op));
+              [&] { return who(); }, peer, [&] { return call(op); });
   pair.in_header_got = 0;
   if (op.p2p) ++pair.p2p_received;
   r.header_done = true;

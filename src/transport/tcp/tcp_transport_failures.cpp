@@ -53,7 +53,8 @@ void TcpTransport::check_early_frame(TcpPair& pair, const OpContext& op) {
   // this rank may be the only one placed to see it (say, the sender waits in another phase).
   bool collective = h.collective != Collective::Send && h.collective != Collective::Recv;
   if (!op.p2p && collective && h.group == group_ && h.seq == op.seq && !(h.signature() == op.sig))
-    check_frame(h, ExpectedFrame{op.sig, op.seq, false, group_, prefix_, h.payload}, who(), pair.peer_global(), call(op));
+    raise_frame_mismatch(h, ExpectedFrame{op.sig, op.seq, false, group_, prefix_, h.payload}, who(), pair.peer_global(),
+                         call(op));
 }
 
 void TcpTransport::check_for_aborts(std::span<pollfd> watched, const OpContext& op) {

@@ -19,7 +19,12 @@ Work queue_job(WorkQueue& q, std::function<void()> run, bool abort_on_failure = 
   auto state = std::make_shared<Work::State>();
   state->what = "test job";
   q.reserve(false);
-  q.push(std::move(run), {state}, abort_on_failure);
+  q.push(
+      [run = std::move(run)] {
+        run();
+        return JobResult{};
+      },
+      {state}, abort_on_failure);
   return Work(state);
 }
 
