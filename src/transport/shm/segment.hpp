@@ -109,6 +109,7 @@ struct alignas(kLine) DirectOffer {
   std::atomic<uint64_t> message{0};  // the message's number + 1 (0: no offer yet)
   std::atomic<uint64_t> address{0};  // the receiver's buffer
   std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> call{0};     // the receive's call (ShmTransport's call_key): no write on a mismatch
 };
 struct alignas(kLine) DirectDone {
   std::atomic<uint64_t> message{0};  // number + 1 of the message whose payload is delivered

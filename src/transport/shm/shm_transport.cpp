@@ -13,6 +13,14 @@ namespace {
 constexpr size_t kHeader = sizeof(FrameHeader);
 constexpr uint64_t kMask = kPipeBytes - 1;
 static_assert((kPipeBytes & kMask) == 0, "pipe rings wrap by masking");
+
+// What a receiver's offer and a sender's message must agree on besides the size (dtype, tag
+// and count), in one word: a sender never writes into a buffer offered for another call (the
+// receiver then raises the Mismatch from the header, as for any message).
+uint64_t call_key(const CallSignature& s) {
+  return s.count * 0x9E3779B97F4A7C15ull ^ (uint64_t(s.dtype) << 48) ^ uint64_t(uint32_t(s.root)) ^
+         (uint64_t(s.collective) << 56);
+}
 }  // namespace
 
 ShmTransport::ShmTransport(ShmGroup& group)
@@ -89,9 +97,10 @@ void ShmTransport::copy_out(int from, int to, uint64_t at, void* dst, size_t n) 
   if (first < n) std::memcpy(static_cast<char*>(dst) + first, ring, n - first);
 }
 
-bool ShmTransport::offered(const SendPart& s, uint64_t message) const {
+bool ShmTransport::offered(const SendPart& s, const FrameHeader& h) const {
   const DirectOffer& o = group_.segment().pipe(rank(), s.peer).offer;
-  return o.message.load(std::memory_order_acquire) == message + 1 && o.bytes.load(std::memory_order_relaxed) == s.bytes;
+  return o.message.load(std::memory_order_acquire) == h.seq + 1 && o.bytes.load(std::memory_order_relaxed) == s.bytes &&
+         o.call.load(std::memory_order_relaxed) == call_key(h.signature());
 }
 
 bool ShmTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext& op, bool hold_large) {
@@ -105,7 +114,7 @@ bool ShmTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext& o
     s.header_sent += n;
     moved = n > 0;
   }
-  if (s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op) && offered(s, h.seq)) {
+  if (s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op) && offered(s, h)) {
     // The rest of the payload straight into the receiver's buffer; then say from where (the
     // receiver takes the bytes before it from the ring). Nothing of the next message enters
     // the ring before `done` is stored, so a receiver that sees the next message sees it.
@@ -136,6 +145,7 @@ bool ShmTransport::progress_recv(RecvPart& r, RecvState& st, const OpContext& op
   if (st.offered == 0 && !r.header_done && direct_recv(r, op)) {  // offer our buffer (see the header)
     p.offer.address.store(reinterpret_cast<uintptr_t>(r.data), std::memory_order_relaxed);
     p.offer.bytes.store(r.bytes, std::memory_order_relaxed);
+    p.offer.call.store(call_key(r.sig ? *r.sig : op.sig), std::memory_order_relaxed);
     st.offered = p2p_received_[peer] + 1;
     p.offer.message.store(st.offered, std::memory_order_seq_cst);
     group_.notify(r.peer);
@@ -223,7 +233,7 @@ bool ShmTransport::can_progress(std::span<SendPart> sends, std::span<const Frame
     size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
     if (s.header_sent == kHeader && s.sent >= avail) continue;
     if (s.header_sent == kHeader && direct_send(s, op)) {
-      if (offered(s, headers[i].seq)) return true;
+      if (offered(s, headers[i])) return true;
       if (hold_large) continue;  // only the offer lets it move
     }
     const PipeLines& p = group_.segment().pipe(rank(), s.peer);

@@ -64,8 +64,9 @@ class ShmTransport final : public Transport {
   bool direct_recv(const RecvPart& r, const OpContext& op) const {
     return op.p2p && direct_ && !r.sink && r.bytes >= kDirectBytes;
   }
-  // The offer of the receiver of `s` for message `message`, if it made one.
-  bool offered(const SendPart& s, uint64_t message) const;
+  // Whether the receiver of `s` offered its buffer for the message of header `h` (the same
+  // number, size and call).
+  bool offered(const SendPart& s, const FrameHeader& h) const;
   // `hold_large`: a large point-to-point payload waits for its receiver's offer (only its
   // header goes into the ring).
   bool progress_send(SendPart& s, FrameHeader& h, const OpContext& op, bool hold_large);

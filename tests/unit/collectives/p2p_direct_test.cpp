@@ -90,5 +90,29 @@ TEST(PointToPointDirect, ASizeMismatchIsReportedNotWritten) {
   });
 }
 
+// The same size but another call (a tag, then a dtype, that differ): the offered buffer is
+// not written either, and the receiver names both calls.
+TEST(PointToPointDirect, AnotherTagOrDtypeOfTheSameSizeIsReportedNotWritten) {
+  for (bool tag : {true, false})
+    run_ranks(2, [&](ProcessGroup& g) {
+      std::vector<float> f(1 << 18, g.rank() == 0 ? 5.0f : -1.0f);
+      std::vector<int32_t> i(1 << 18, 7);
+      try {
+        if (g.rank() == 0) {
+          g.send(f, 1, /*tag=*/1);
+        } else {
+          if (tag) g.recv(f, 0, /*tag=*/2);
+          else g.recv(i, 0, /*tag=*/1);
+          ADD_FAILURE() << "a mismatched message was received";
+        }
+      } catch (const Error& e) {
+        EXPECT_EQ(g.rank(), 1) << e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::Mismatch) << e.what();
+        if (g.rank() == 1 && tag) EXPECT_EQ(f[12345], -1.0f) << "the receiver's buffer was written";
+        if (g.rank() == 1 && !tag) EXPECT_EQ(i[12345], 7) << "the receiver's buffer was written";
+      }
+    });
+}
+
 }  // namespace
 }  // namespace spmd::test
