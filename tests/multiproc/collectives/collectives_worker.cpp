@@ -61,6 +61,13 @@ int check(spmd::ProcessGroup& w) {
     auto works = w.batch_isend_irecv({{spmd::P2POp::Send, token, next, 3}, {spmd::P2POp::Recv, got, prev, 3}});
     for (auto& wk : works) wk.wait();
     if (got[0] != prev) return fail("batch_isend_irecv");
+    // Large enough to go straight into the receiver's buffer between processes of one host.
+    std::vector<float> big_out((1 << 18) + 3), big_in(big_out.size(), -1.0f);
+    for (size_t i = 0; i < big_out.size(); ++i) big_out[i] = float(r * 100000 + static_cast<int>(i % 99991));
+    for (auto& wk : w.batch_isend_irecv({{spmd::P2POp::Send, big_out, next, 4}, {spmd::P2POp::Recv, big_in, prev, 4}}))
+      wk.wait();
+    for (size_t i = 0; i < big_in.size(); ++i)
+      if (big_in[i] != float(prev * 100000 + static_cast<int>(i % 99991))) return fail("large batch_isend_irecv");
   }
   spmd::Bytes obj(static_cast<size_t>(r) + 1, static_cast<uint8_t>('a' + r));
   auto objs = w.all_gather_object(obj);
