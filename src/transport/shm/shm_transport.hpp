@@ -74,6 +74,12 @@ class ShmTransport final : public Transport {
   bool holds_large(std::span<SendPart> sends, const OpContext& op) const;
   // Writes up to n bytes into the pipe to `peer`; returns how many fit.
   size_t write_some(int peer, const char* data, size_t n);
+  // Writes a header and its payload into the pipe to `peer` if both fit; false otherwise.
+  bool write_message(int peer, const FrameHeader& h, const void* payload, size_t n);
+  // Copies into the ring of this rank -> `to` at stream position `at` (wrapping).
+  void copy_in(int to, uint64_t at, const void* src, size_t n);
+  // Payloads up to this size go into the ring with their header at once (write_message).
+  static constexpr size_t kWholeBytes = 4 << 10;
   bool flush_backlogs();
   void defer(SendPart& s, const FrameHeader& h);  // the rest of an eager send, copied aside
   bool progress_recv(RecvPart& r, RecvState& st, const OpContext& op);
