@@ -40,8 +40,8 @@ void wait_on(Work::State& s, std::optional<std::chrono::milliseconds> timeout, b
     std::unique_lock<std::mutex> lock(s.m);
     if (timeout) {
       if (!s.cv.wait_for(lock, *timeout, [&] { return s.done; }))
-        raise(ErrorKind::Timeout, (s.what.empty() ? describe(s.call) : s.what) + " did not finish within " + std::to_string(timeout->count()) +
-                                      " ms of wait(); it is still running");
+        raise(ErrorKind::Timeout, (s.what.empty() ? describe(s.call) : s.what) + " did not finish within " +
+                                      std::to_string(timeout->count()) + " ms of wait(); it is still running");
     } else {
       // Not started yet: run it here rather than sleep while the worker does. The lock moves
       // into run_for, which releases it when it runs the job.
