@@ -65,19 +65,25 @@ void WorkQueue::execute(Job& job, bool last) {
     result = job.run();
   } catch (...) {
     error = std::current_exception();
-    if (job.abort_on_failure) on_failure_(error);
+    if (job.abort_on_failure) {
+      try {
+        on_failure_(error);
+      } catch (...) {  // the Works still get the job's own error, and the queue goes on
+      }
+    }
   }
   // Before the Works complete: a caller woken by one may go straight to an inline call.
   state_.fetch_sub(kJob, std::memory_order_acq_rel);
+  for (auto& s : job.states) s->complete(error, result);
   if (last) {
-    // The worker waits while running_ is set. It is woken under the lock: once running_ is
-    // clear the destructor may proceed, so a waiter that ran this job must not touch the queue
-    // after it unlocks.
+    // Last, and under the lock: once running_ is clear the destructor may proceed, so neither
+    // a waiter that ran this job nor another waiter of one of its Works (holding that Work's
+    // mutex on its way into run_for, while complete() above waited for it) may find the queue
+    // gone. The worker waits while running_ is set; it is woken here.
     std::lock_guard<std::mutex> g(m_);
     running_ = false;
     if (stopping_ || !jobs_.empty()) cv_.notify_one();
   }
-  for (auto& s : job.states) s->complete(error, result);
 }
 
 bool WorkQueue::run_for(const Work::State* state, std::unique_lock<std::mutex>& state_lock) {

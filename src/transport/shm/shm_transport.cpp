@@ -287,8 +287,8 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   }
   SmallArray<RecvState, 4> states(recvs.size());
   // Large point-to-point payloads wait for their receivers' offers (hold_large) until a while
-  // after the first time this step was blocked (offer_wait_until).
-  bool hold_large = direct_;
+  // after this step was first blocked with one of them held (offer_wait_until).
+  bool hold_large = direct_ && op.p2p;
   std::optional<Deadline::Clock::time_point> offer_wait_until;
   for (;;) {
     bool progress = backlogged_ > 0 && flush_backlogs(), pending = false;
@@ -305,12 +305,15 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       pending |= !(s.header_sent == kHeader && s.sent == s.bytes);
     }
     if (!pending) return;
-    if (!progress && hold_large) {
-      // Blocked with large sends held for their receivers' offers: wait a little for them, then
-      // stream the payloads through the rings (and copy them aside, below) after all.
+    // Blocked with a large send held for its receiver's offer: wait a little for it (the wait
+    // below ends at the offer or at offer_wait_until), then stream the payloads through the
+    // rings (and copy them aside, below) after all. Only while one is held: otherwise the wait
+    // is the plain one, with its deadline and its checks of the peers.
+    const bool awaiting_offer = !progress && hold_large && holds_large(sends, op);
+    if (awaiting_offer) {
       const auto now = Deadline::Clock::now();
       if (!offer_wait_until) offer_wait_until = now + std::chrono::microseconds(kOfferWaitUs);
-      if (now >= *offer_wait_until && holds_large(sends, op)) {
+      if (now >= *offer_wait_until) {
         hold_large = false;
         continue;
       }
@@ -330,7 +333,7 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       group_.wait(
           [&] {
             return can_progress(sends, headers.span(), recvs, states.span(), op, hold_large) ||
-                   (hold_large && offer_wait_until && Deadline::Clock::now() >= *offer_wait_until);
+                   (awaiting_offer && Deadline::Clock::now() >= *offer_wait_until);
           },
           op,
           [&](int q) {

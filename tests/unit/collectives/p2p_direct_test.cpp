@@ -2,6 +2,7 @@
 // buffer when it offered it in time, through the ring otherwise, or partly each way (the
 // offer came while the payload streamed). Every way must deliver the same bytes, keep the
 // order of the messages, and report disagreements as before.
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -112,6 +113,35 @@ TEST(PointToPointDirect, AnotherTagOrDtypeOfTheSameSizeIsReportedNotWritten) {
         if (g.rank() == 1 && !tag) EXPECT_EQ(i[12345], 7) << "the receiver's buffer was written";
       }
     });
+}
+
+// A receive, or a send over the eager limit, whose peer never comes still ends at the group's
+// deadline with Timeout (the wait for an offer must not replace the wait that keeps the
+// deadline and watches the peers). The peer leaves once the other has failed.
+TEST(PointToPointDirect, APeerThatNeverComesStillTimesOut) {
+  for (bool receive : {true, false}) {
+    std::atomic<bool> failed{false};
+    GroupOptions o;
+    o.timeout = std::chrono::milliseconds(500);
+    run_ranks(
+        2,
+        [&](ProcessGroup& g) {
+          if (g.rank() == 1) {
+            while (!failed.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            return;
+          }
+          std::vector<float> v(receive ? (1 << 18) : (8 << 20) / 4, 1.0f);
+          try {
+            if (receive) g.recv(v, 1);
+            else g.send(v, 1);
+            ADD_FAILURE() << (receive ? "recv" : "send") << " returned without its peer";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::Timeout) << e.what();
+          }
+          failed = true;
+        },
+        o);
+  }
 }
 
 }  // namespace
