@@ -121,15 +121,10 @@ Work ProcessGroup::Impl::completed(int source_rank, std::shared_ptr<DeviceComple
 
 std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_t works,
                                                   std::function<int(const OpContext&)> body) {
-  std::vector<std::shared_ptr<Work::State>> states;
-  std::vector<Work> out;
-  states.reserve(works);
-  out.reserve(works);
-  for (size_t i = 0; i < works; ++i) {
-    states.push_back(std::make_shared<Work::State>());
-    states.back()->call = sig;
-    out.emplace_back(states.back());
-  }
+  // The operations of one batch finish together, as one job: their Works share its state.
+  auto state = std::make_shared<Work::State>();
+  state->call = sig;
+  std::vector<Work> out(works, Work(state));
   std::lock_guard<std::mutex> g(issue_mutex);
   queue->reserve(false);
   uint64_t id = recorder ? recorder->queued(sig, 0, true) : 0;
@@ -144,7 +139,7 @@ std::vector<Work> ProcessGroup::Impl::submit_p2p(const CallSignature& sig, size_
     result.source_rank = peer >= 0 ? ranks[static_cast<size_t>(peer)] : -1;
     return result;
   };
-  queue->push(std::move(run), std::move(states));
+  queue->push(std::move(run), {std::move(state)});
   return out;
 }
 
