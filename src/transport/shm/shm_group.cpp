@@ -121,8 +121,8 @@ ShmGroup::ShmGroup(const ShmSetup& setup)
     if (q != me_ && lines(q).pid != id.pid)
       pidfds_[static_cast<size_t>(q)].reset(static_cast<int>(::syscall(SYS_pidfd_open, lines(q).pid, 0)));
 
-  const bool spare_cores = n <= online_cpus();
-  spin_ = std::chrono::microseconds(env::get_int("SPMD_SHM_SPIN_US").value_or(spare_cores ? 20 : 0));
+  spare_cores_ = n <= online_cpus();
+  spin_ = std::chrono::microseconds(env::get_int("SPMD_SHM_SPIN_US").value_or(spare_cores_ ? 20 : 0));
   yield_ = std::chrono::microseconds(env::get_int("SPMD_SHM_YIELD_US").value_or(200));
   SPMD_LOG(Info) << "group " << prefix_ << ": " << n << " local ranks share segment " << seg_.name()
                  << (remote_memory_ ? " (single-copy remote memory on)" : " (remote memory off)");
@@ -213,6 +213,8 @@ void ShmGroup::move_off_shared_cpu(int cpu) {
 void ShmGroup::sleep_once(uint32_t seen, const OpContext& op) {
   RankLines& mine = seg_.lines(me_);
   auto slice = std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(10), op.deadline.remaining());
+  if (wake_by_) slice = std::min(slice, std::max<std::chrono::nanoseconds>(*wake_by_ - std::chrono::steady_clock::now(),
+                                                                            std::chrono::nanoseconds(0)));
   if (slice.count() > 0) futex_wait(mine.doorbell, seen, slice);
   mine.sleeping.store(0, std::memory_order_relaxed);
 }

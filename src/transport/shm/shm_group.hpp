@@ -118,6 +118,12 @@ class ShmGroup {
   // (8-byte all_reduce at P=2: 0.31–0.33 µs instead of 0.36–0.43).
   void notify_all();
 
+  // Whether this host has a CPU for every local rank (set-up: the online CPUs).
+  bool spare_cores() const { return spare_cores_; }
+  // A moment at which waits wake from their sleep even if nobody rings (a wait whose ready()
+  // turns true at a time: the pipes' wait for a receiver's offer); nullopt: none.
+  void set_wake_by(std::optional<std::chrono::steady_clock::time_point> t) { wake_by_ = t; }
+
   // Work to do while waiting (the pipes' eager sends still to be pushed out): called before
   // every sleep; returns true when it moved something. nullptr clears it.
   void set_idle_task(std::function<bool()> task) { idle_task_ = std::move(task); }
@@ -189,6 +195,8 @@ class ShmGroup {
   // A yield that returns later than this let another thread run on our core.
   static constexpr std::chrono::microseconds kOtherRan{2};
   std::chrono::nanoseconds spin_{0}, yield_{0};
+  bool spare_cores_ = false;
+  std::optional<std::chrono::steady_clock::time_point> wake_by_;
   // The last yield of a wait let another thread run: the rank we wait for probably shares our
   // core (the scheduler put both ranks on one CPU), so waits yield at once instead of spinning.
   bool shares_core_ = false;

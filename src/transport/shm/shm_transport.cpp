@@ -312,7 +312,8 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     const bool awaiting_offer = !progress && hold_large && holds_large(sends, op);
     if (awaiting_offer) {
       const auto now = Deadline::Clock::now();
-      if (!offer_wait_until) offer_wait_until = now + std::chrono::microseconds(kOfferWaitUs);
+      if (!offer_wait_until)
+        offer_wait_until = now + std::chrono::microseconds(group_.spare_cores() ? kOfferWaitUs : kOfferWaitOversubscribedUs);
       if (now >= *offer_wait_until) {
         hold_large = false;
         continue;
@@ -329,7 +330,13 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
       }
       if (progress) continue;
     }
-    if (!progress)
+    if (!progress) {
+      // The wait ends at the offer (its doorbell) or at offer_wait_until (no one rings then).
+      struct WakeBy {
+        ShmGroup& g;
+        ~WakeBy() { g.set_wake_by(std::nullopt); }
+      } wake_by{group_};
+      if (awaiting_offer) group_.set_wake_by(offer_wait_until);
       group_.wait(
           [&] {
             return can_progress(sends, headers.span(), recvs, states.span(), op, hold_large) ||
@@ -344,6 +351,7 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
             return false;
           },
           [&] { return missing(sends, recvs); });
+    }
   }
 }
 

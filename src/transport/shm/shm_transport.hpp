@@ -41,7 +41,13 @@ class ShmTransport final : public Transport {
   static constexpr size_t kDirectBytes = 64 << 10;
   // How long a blocked sender of such a message waits for the receiver's offer before it
   // streams it through the ring (and copies it aside): about what that copy of 1 MiB costs.
+  // Where local ranks outnumber the CPUs the receiver may be waiting for a CPU: 1 ms, about
+  // a scheduler slice. `sendrecv` of 1 MiB at P=4 on 2 cores took 1.3–2.0 ms with 50 µs (the
+  // ring, 64 KiB per turn of the two ranks on a CPU) and 181–194 µs with 1 ms (Open MPI:
+  // 178–291 µs); at P=2 the two gave the same (docs/bench.md, "Point to point on one host").
+  // Open MPI's and Gloo's large sends wait for the receiver without limit.
   static constexpr int kOfferWaitUs = 50;
+  static constexpr int kOfferWaitOversubscribedUs = 1000;
 
   int rank() const override { return group_.rank(); }
   int size() const override { return group_.size(); }
