@@ -47,9 +47,9 @@ void Settler::loop() {
     // Without a timeout it does not throw: errors go into the work.
     work->settle(std::nullopt, /*may_run=*/false);
     // Ours may be the last reference to the work's tensors. While Python finalizes, freeing them
-    // would ask for the GIL and abort the process (seen once in CI, torch's suite at WORLD_SIZE 2:
-    // a group destroyed by the finalizer's collection, its settler still finishing a send):
-    // the process is ending, so the work is left to it.
+    // would ask for the GIL and abort the process: the process is ending, so the work is left
+    // to it. (The settler of a group released by its users stops in release_resources(), and
+    // the atexit hook stops the others, so this is a last guard, not the usual way out.)
     if (python_finalizing()) (void)work.release();
     else work.reset();
     lock.lock();

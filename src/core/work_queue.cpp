@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <iterator>
 
 namespace spmd {
 
@@ -92,24 +91,23 @@ bool WorkQueue::run_for(const Work::State* state, std::unique_lock<std::mutex>& 
   auto holds = [state](const Job& j) {
     return std::any_of(j.states.begin(), j.states.end(), [state](const auto& s) { return s.get() == state; });
   };
-  if (!jobs_.empty() && holds(jobs_.front())) {  // the usual case: the only job queued
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
-    running_ = true;
-    lock.unlock();
-    state_lock.unlock();
-    execute(job, true);
-    return true;
-  }
   auto it = std::find_if(jobs_.begin(), jobs_.end(), holds);
   if (it == jobs_.end()) return false;  // the worker took it already
-  std::vector<Job> mine(std::make_move_iterator(jobs_.begin()), std::make_move_iterator(it + 1));
-  jobs_.erase(jobs_.begin(), it + 1);
+  // Ours and the jobs before it (usually none). While running_ is set nothing else takes from
+  // the front of the queue, so they are taken one at a time, each as it comes up.
+  size_t left = static_cast<size_t>(it - jobs_.begin()) + 1;
   running_ = true;
+  Job job = std::move(jobs_.front());
+  jobs_.pop_front();
   lock.unlock();
   state_lock.unlock();
-  for (size_t i = 0; i < mine.size(); ++i) execute(mine[i], i + 1 == mine.size());
-  return true;
+  for (;;) {
+    execute(job, --left == 0);
+    if (left == 0) return true;
+    std::lock_guard<std::mutex> g(m_);
+    job = std::move(jobs_.front());
+    jobs_.pop_front();
+  }
 }
 
 std::optional<uint64_t> WorkQueue::claim_inline(bool numbered) {

@@ -43,7 +43,7 @@ struct Work::State {
   // Set (under m, before done) when the operation finishes on a device after the host part.
   std::shared_ptr<DeviceCompletion> device;
 
-  void complete(std::exception_ptr e, const JobResult& result = {}) {
+  void complete(std::exception_ptr e, const JobResult& result) {
     {
       std::lock_guard<std::mutex> g(m);
       done = true;

@@ -26,6 +26,7 @@ uint64_t call_key(const CallSignature& s) {
 ShmTransport::ShmTransport(ShmGroup& group)
     : group_(group),
       direct_(group.remote_memory()),
+      offer_wait_(group.spare_cores() ? kOfferWaitUs : kOfferWaitOversubscribedUs),
       group_hash_(hash_name(group.prefix())),
       prefix_(group.prefix()),
       p2p_sent_(static_cast<size_t>(group.size())),
@@ -149,7 +150,7 @@ bool ShmTransport::progress_send(SendPart& s, FrameHeader& h, const OpContext& o
     s.sent = s.bytes;
     return true;
   }
-  if (s.header_sent == kHeader && !(hold_large && direct_send(s, op))) {
+  if (s.header_sent == kHeader && !held(s, op, hold_large)) {
     size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
     if (avail > s.sent) {
       size_t n = write_some(s.peer, static_cast<const char*>(s.data) + s.sent, avail - s.sent);
@@ -254,10 +255,8 @@ bool ShmTransport::can_progress(std::span<SendPart> sends, std::span<const Frame
     const SendPart& s = sends[i];
     size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
     if (s.header_sent == kHeader && s.sent >= avail) continue;
-    if (s.header_sent == kHeader && direct_send(s, op)) {
-      if (offered(s, headers[i])) return true;
-      if (hold_large) continue;  // only the offer lets it move
-    }
+    if (s.header_sent == kHeader && direct_send(s, op) && offered(s, headers[i])) return true;
+    if (held(s, op, hold_large)) continue;  // only the offer lets it move
     const PipeLines& p = group_.segment().pipe(rank(), s.peer);
     if (p.head.load(std::memory_order_relaxed) - p.tail.load(std::memory_order_acquire) < kPipeBytes) return true;
   }
@@ -309,11 +308,11 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
     // below ends at the offer or at offer_wait_until), then stream the payloads through the
     // rings (and copy them aside, below) after all. Only while one is held: otherwise the wait
     // is the plain one, with its deadline and its checks of the peers.
-    const bool awaiting_offer = !progress && hold_large && holds_large(sends, op);
+    const bool awaiting_offer =
+        !progress && std::any_of(sends.begin(), sends.end(), [&](const SendPart& s) { return held(s, op, hold_large); });
     if (awaiting_offer) {
       const auto now = Deadline::Clock::now();
-      if (!offer_wait_until)
-        offer_wait_until = now + std::chrono::microseconds(group_.spare_cores() ? kOfferWaitUs : kOfferWaitOversubscribedUs);
+      if (!offer_wait_until) offer_wait_until = now + offer_wait_;
       if (now >= *offer_wait_until) {
         hold_large = false;
         continue;
@@ -324,7 +323,7 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
         SendPart& s = sends[i];
         size_t rest = (kHeader - s.header_sent) + (s.bytes - s.sent);
         if (rest == 0 || s.ready || backlog_[static_cast<size_t>(s.peer)].size() + rest > kEagerBytes) continue;
-        if (hold_large && s.header_sent == kHeader && direct_send(s, op)) continue;  // still waiting for the offer
+        if (held(s, op, hold_large)) continue;  // still waiting for the offer
         defer(s, headers[i]);
         progress = true;
       }
@@ -355,10 +354,8 @@ void ShmTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, con
   }
 }
 
-bool ShmTransport::holds_large(std::span<SendPart> sends, const OpContext& op) const {
-  for (const SendPart& s : sends)
-    if (s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op)) return true;
-  return false;
+bool ShmTransport::held(const SendPart& s, const OpContext& op, bool hold_large) const {
+  return hold_large && s.header_sent == kHeader && s.sent < s.bytes && direct_send(s, op);
 }
 
 int ShmTransport::wait_any_sender(std::span<const int> peers, const OpContext& op) {

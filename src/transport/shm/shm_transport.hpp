@@ -11,9 +11,9 @@
 // that finds the offer for the message it is sending writes the rest of the payload straight
 // into that buffer (process_vm_writev) and says from which byte (DirectDone). The header still
 // travels through the ring, so order and the frame check stay as they are. A sender whose
-// receiver has not offered yet holds the payload back a little (kOfferWaitUs after the step
-// first found nothing else to do), then streams it through the ring and, blocked, copies it
-// aside as an eager send: the offer only ever saves copies, a late receiver blocks nothing.
+// receiver has not offered yet holds the payload back a while (offer_wait_ after the step was
+// first blocked with it held), then streams it through the ring and, blocked, copies it aside
+// as an eager send: a late receiver delays a send by at most that while.
 #pragma once
 
 #include <optional>
@@ -67,6 +67,8 @@ class ShmTransport final : public Transport {
   bool direct_send(const SendPart& s, const OpContext& op) const {
     return op.p2p && direct_ && !s.ready && s.bytes >= kDirectBytes;
   }
+  // A send whose header is in the ring and whose payload waits for the receiver's offer.
+  bool held(const SendPart& s, const OpContext& op, bool hold_large) const;
   bool direct_recv(const RecvPart& r, const OpContext& op) const {
     return op.p2p && direct_ && !r.sink && r.bytes >= kDirectBytes;
   }
@@ -76,8 +78,6 @@ class ShmTransport final : public Transport {
   // `hold_large`: a large point-to-point payload waits for its receiver's offer (only its
   // header goes into the ring).
   bool progress_send(SendPart& s, FrameHeader& h, const OpContext& op, bool hold_large);
-  // Whether a send still waits for its receiver's offer.
-  bool holds_large(std::span<SendPart> sends, const OpContext& op) const;
   // Writes up to n bytes into the pipe to `peer`; returns how many fit.
   size_t write_some(int peer, const char* data, size_t n);
   // Writes a header and its payload into the pipe to `peer` if both fit; false otherwise.
@@ -99,6 +99,7 @@ class ShmTransport final : public Transport {
 
   ShmGroup& group_;
   bool direct_;  // every local rank can reach the others' memory (ShmGroup::remote_memory)
+  std::chrono::microseconds offer_wait_;  // kOfferWaitUs, or kOfferWaitOversubscribedUs
   uint32_t group_hash_;
   std::string prefix_;
   std::vector<uint64_t> p2p_sent_, p2p_received_;  // point-to-point message numbers per peer
