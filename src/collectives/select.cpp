@@ -37,6 +37,17 @@ namespace {
 //      cma): 64K 9.4/9.5/9.4 vs 9.9/10.1/10.1, 128K 18.7/16.1/18.8 vs 15.8/16.0/16.1, 256K
 //      30.3/31.2/28.7 vs 28.0/27.8/28.1, 512K 33.0/32.0/36.9 vs 55.7/55.0/55.1, 1M 64.5/61.6/66.1
 //      vs 113/113/123 -> shm_cma for 128K-512K only.
+//      Since peers' buffers from 4 MiB are collapsed into huge pages and the copies go in 4 MiB
+//      pieces, single copy wins from 16 KiB at P=2 and from 4 MiB beyond (2026-11-26, fast mood
+//      — all_reduce 1M probe 106 µs —, spmd-bench, alternated, µs, rs_ag vs cma; flat first):
+//        P=2 flat 2K 0.99/1.00, 4K 1.28/1.29, 8K 2.06/2.07, 16K 3.56/3.58
+//            rs_ag 1.16/1.16, 1.64/1.61, 2.37/2.32, 3.50/3.50;  cma 1.82, 1.85, 2.66/2.81, 3.39/3.44
+//            32K 6.0/6.0/6.0 vs 4.2/4.3/4.2, 128K 13.7/14.5/13.9 vs 10.3/10.3/10.8,
+//            1M 105/104/105 vs 70/71/70, 16M 2000/1999 vs 1207/1211, 64M 8149/8102 vs 4746/4694
+//        P=3 1M 286/287 vs 253/257, 4M 1105/1173 vs 928/930, 16M 4642/4450 vs 3109/2997
+//        P=4 1M 478/303/446 vs 322/305/329, 2M 608/608/613 vs 636/626/657,
+//            4M 1225/1226/1223 vs 1072/1101/1092, 16M 4887/4897 vs 3802/3591
+//      -> shm_flat to 16 KiB and shm_cma beyond for groups of 2; shm_cma from 4 MiB for larger.
 //   broadcast: single copy shared between root and receivers (the root writes part of every
 //     receiver's buffer while they read the rest; 2026-11-25, spmd-bench, two runs, µs):
 //       P=2   16K        32K        64K        4M         16M          64M
@@ -60,7 +71,15 @@ namespace {
 //            flat  9.5        12.9       19.8       33.7       52.7        299.2       3096
 //     -> shm_cma from 16 KiB in for groups of 2 (level below), from 32 KiB in for larger
 //     ones (the reading shm_cma lost to shm_flat up to 1 MiB out at P=4).
-//   reduce_scatter: shm_flat at every size and P (P=2 16M: 1774 vs 3085).
+//   reduce_scatter: shm_flat at every size and P (P=2 16M: 1774 vs 3085) until huge pages;
+//     since then (2026-11-26, spmd-bench, alternated, µs, flat vs cma):
+//       P=2 8K 1.26/1.79/1.25 vs 1.73/1.72/1.72, 16K 1.91/2.22/1.91 vs 1.97/1.97/1.96,
+//           32K 3.44/3.53/3.44 vs 2.89/3.08/2.91, 64K 5.4/5.4/5.5 vs 4.7/4.6/4.5,
+//           1M 69/70 vs 58/57, 4M 349/349 vs 284/306, 16M 1438/1448 vs 1112/1085,
+//           64M 6346/6333 vs 5102/5002
+//       P=4 1M 194/200 vs 377/256, 4M 793/792 vs 745/755, 16M 3210/3308 vs 2739/2625,
+//           64M 18175/17606 vs 17326/17156
+//     -> shm_cma from 32 KiB for groups of 2, from 4 MiB for larger ones.
 //
 // TCP (ranks of one host over Unix sockets + remote reads), measured with spmd-bench on the
 // 2-core development VM, machine shared (each size ran every algorithm in turn, twice; both
@@ -89,14 +108,14 @@ struct DefaultSpec {
   const char* spec;
 };
 const DefaultSpec kDefaults[] = {
-    {Collective::AllReduce, "shm_flat:0-4K,shm_cma:128K-512K@2,shm_rs_ag:4K-,shm_flat,hier,"
+    {Collective::AllReduce, "shm_flat:0-16K@2,shm_cma:16K-@2,shm_flat:0-4K,shm_cma:4M-,shm_rs_ag:4K-,shm_flat,hier,"
                             "recursive_doubling:0-16K,halving_doubling:16K-4M,ring:4M-"},
     {Collective::Broadcast, "shm_cma:32K-@2,shm_cma:16M-,shm_flat,hier,binomial:0-16M,chain:16M-"},
     {Collective::Reduce, "shm_flat:0-256K,shm_cma:256K-,shm_flat,hier,binomial"},
     {Collective::AllGather, "shm_cma:16K-@2,shm_flat:0-32K,shm_cma:32K-,shm_flat,ring"},
     {Collective::Gather, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
     {Collective::Scatter, "shm_flat:0-64K,shm_cma:64K-,shm_flat,linear"},
-    {Collective::ReduceScatter, "shm_flat,ring"},
+    {Collective::ReduceScatter, "shm_cma:32K-@2,shm_cma:4M-,shm_flat,ring"},
     {Collective::AllToAll, "shm_flat:0-64K,shm_cma:64K-,pairwise"},
     {Collective::Barrier, "shm_flat,hier,dissemination"},
 };

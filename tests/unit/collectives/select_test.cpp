@@ -50,6 +50,14 @@ TEST(Select, DefaultsDependOnGroupSize) {
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(2)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllReduce, 256 << 10, one_host(4)), "shm_rs_ag");
   EXPECT_EQ(pick(Collective::AllReduce, 8, one_host(2)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllReduce, 8 << 10, one_host(2)), "shm_flat");
+  EXPECT_EQ(pick(Collective::AllReduce, 16 << 20, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::AllReduce, 8 << 10, one_host(4)), "shm_rs_ag");
+  EXPECT_EQ(pick(Collective::AllReduce, 16 << 20, one_host(4)), "shm_cma");
+  EXPECT_EQ(pick(Collective::ReduceScatter, 64 << 10, one_host(2)), "shm_cma");
+  EXPECT_EQ(pick(Collective::ReduceScatter, 16 << 10, one_host(2)), "shm_flat");
+  EXPECT_EQ(pick(Collective::ReduceScatter, 64 << 10, one_host(4)), "shm_flat");
+  EXPECT_EQ(pick(Collective::ReduceScatter, 16 << 20, one_host(4)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllGather, 16 << 10, one_host(2)), "shm_cma");
   EXPECT_EQ(pick(Collective::AllGather, 8 << 10, one_host(2)), "shm_flat");
   EXPECT_EQ(pick(Collective::AllGather, 16 << 10, one_host(4)), "shm_flat");
