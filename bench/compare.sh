@@ -25,6 +25,7 @@ iters=10
 warmup=3
 tiny_iters=200
 big_iters=4
+big_warmup=3
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
 out=""
@@ -44,7 +45,7 @@ usage() {
   cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (200 + 20 below 64 KiB: --tiny-iters;
-            4 + 1 from 16 MiB: --big-iters)
+            4 + 3 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
                  proves that every peer, column and the plot work (not a measurement)
@@ -88,8 +89,8 @@ EOF
 
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; tiny_iters=50; big_iters=3; shift ;;
-    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; tiny_iters=1; big_iters=1; spin=off; shift ;;
+    --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; tiny_iters=50; big_iters=3; big_warmup=1; shift ;;
+    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; tiny_iters=1; big_iters=1; big_warmup=0; spin=off; shift ;;
     --mpi-tuned) mpi_tuned=$2; shift 2 ;;
     --no-plot) plot=0; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -183,12 +184,15 @@ start=$(date +%s)
   echo "# compare.sh run at $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) CPUs," \
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
   echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
-       "tiny_iters=$tiny_iters big_iters=$big_iters"
+       "tiny_iters=$tiny_iters big_iters=$big_iters big_warmup=$big_warmup"
   have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader $mpi_tuned"
 } | tee -a "$log" >&2
 
-# Sizes from 16 MiB on run with fewer iterations (--big-iters, warmup 1): at P=4 one 64 MiB
-# all_reduce takes 0.1-0.3 s here, and their medians are stable anyway. Sizes below 64 KiB run
+# Sizes from 16 MiB on run with fewer iterations (--big-iters): at P=4 one 64 MiB all_reduce
+# takes 0.1-0.3 s here, and their medians are stable anyway once warm: 3 warm-up calls (the
+# first calls on fresh buffers are slow for everyone — first touches of the memory, and spmd
+# collapses buffers it sees again into huge pages — e.g. spmd's reduce_scatter 64 MiB at P=2,
+# 4 timed calls after 0/1/2/3/5 warm-ups: 8.9/8.1/6.5/6.8/6.0 ms; nccl-tests warms up 5). Sizes below 64 KiB run
 # with more (--tiny-iters, a tenth of them warm-up): ten calls of a microsecond are over before
 # the scheduler has spread freshly started ranks over the cores, and would time that instead.
 read -r tiny small big < <(python3 - "$sizes" <<'PY'
@@ -211,7 +215,7 @@ each_group() {
   local name=$1; shift
   [[ $tiny != - ]] && run "$name" "$@" -c "$collectives" -s "$tiny" -n "$tiny_iters" -w $(( (tiny_iters + 9) / 10 )) --csv --no-header
   [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$warmup" --csv --no-header
-  [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w 1 --csv --no-header
+  [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w "$big_warmup" --csv --no-header
   return 0
 }
 
@@ -220,7 +224,9 @@ each_group() {
 probe() {
   local rows=$out/probe.tmp sid
   # shellcheck disable=SC2046
-  setsid timeout -k 10 60 $(spmd_cmd 2) -c all_reduce -s 1M -n 200 -w 20 --csv --no-header > "$rows" 2>/dev/null &
+  # Pinned to shm_rs_ag: the threshold (--steady-limit) was measured with it, and the default
+  # selection may move (single copy took 1 MiB at P=2 on 2026-11-26: ~70 µs in the fast mood).
+  SPMD_ALGO=all_reduce=shm_rs_ag setsid timeout -k 10 60 $(spmd_cmd 2) -c all_reduce -s 1M -n 200 -w 20 --csv --no-header > "$rows" 2>/dev/null &
   sid=$!
   wait "$sid"
   pkill -KILL -s "$sid" 2>/dev/null
