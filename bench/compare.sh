@@ -25,7 +25,7 @@ iters=10
 warmup=3
 tiny_iters=200
 big_iters=4
-big_warmup=3
+big_warmup=5
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
 out=""
@@ -45,7 +45,7 @@ usage() {
   cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (200 + 20 below 64 KiB: --tiny-iters;
-            4 + 3 from 16 MiB: --big-iters)
+            4 + 5 from 16 MiB: --big-iters)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
                  proves that every peer, column and the plot work (not a measurement)
@@ -189,10 +189,11 @@ start=$(date +%s)
 } | tee -a "$log" >&2
 
 # Sizes from 16 MiB on run with fewer iterations (--big-iters): at P=4 one 64 MiB all_reduce
-# takes 0.1-0.3 s here, and their medians are stable anyway once warm: 3 warm-up calls (the
-# first calls on fresh buffers are slow for everyone — first touches of the memory, and spmd
-# collapses buffers it sees again into huge pages — e.g. spmd's reduce_scatter 64 MiB at P=2,
-# 4 timed calls after 0/1/2/3/5 warm-ups: 8.9/8.1/6.5/6.8/6.0 ms; nccl-tests warms up 5). Sizes below 64 KiB run
+# takes 0.1-0.3 s here, and their medians are stable anyway once warm: 5 warm-up calls, as
+# nccl-tests makes (the first calls on fresh buffers are slow for everyone — first touches of
+# the memory, and spmd collapses buffers it sees again into huge pages —: spmd's reduce_scatter
+# 64 MiB at P=2, 4 timed calls after 0/1/2/3/5 warm-ups: 8.9/8.1/6.5/6.8/6.0 ms; 10 after 3,
+# 30 and 100: 7.5, 5.8 and 6.0 ms). Sizes below 64 KiB run
 # with more (--tiny-iters, a tenth of them warm-up): ten calls of a microsecond are over before
 # the scheduler has spread freshly started ranks over the cores, and would time that instead.
 read -r tiny small big < <(python3 - "$sizes" <<'PY'
