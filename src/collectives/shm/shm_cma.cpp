@@ -10,6 +10,7 @@
 // transfers into and out of them are done; on an error, ShmGroup::abort waits for them).
 #include "collectives/shm/shm_algorithms.hpp"
 #include "collectives/shm/shm_common.hpp"
+#include "collectives/shm/stream_copy.hpp"
 
 namespace spmd::algo {
 
@@ -156,13 +157,14 @@ void shm_cma_all_gather(AlgoContext& c, const CollArgs& a) {
   const auto* in = static_cast<const char*>(a.data.data);
   auto* own = static_cast<char*>(a.blocks[static_cast<size_t>(me)].data);
   const size_t bytes = a.data.bytes();
+  const bool stream = bytes * static_cast<size_t>(p) >= kStreamFromBytes;
   for (size_t off = 0; off < bytes; off += kPushChunkBytes) {
     const size_t n = std::min(kPushChunkBytes, bytes - off);
     for (int k = 1; k < p; ++k) {
       const int q = (me + k) % p;
       g.write_peer(q, entry(g, e, q, me).first + off, in + off, n);
     }
-    if (own != in) copy_bytes(own + off, in + off, n);
+    if (own != in) copy_maybe_streaming(own + off, in + off, n, stream);
   }
   finish(g, e, c.op);
 }
@@ -209,14 +211,14 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
   auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
   const char* own = static_cast<const char*>(a.blocks[static_cast<size_t>(me)].data);
+  const bool stream = bytes >= kStreamFromBytes;
   for (size_t at = 0; at < a.data.count; at += chunk) {
     const size_t m = std::min(chunk, a.data.count - at), off = at * es;
     for (int q = 0; q < p; ++q)
       if (q != me) g.read_peer(q, entry(g, e, q, me).first + off, buf(q), m * es);
     fold_in_rank_order(a.fn, buf(p), p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
-    copy_bytes(static_cast<char*>(a.data.data) + off, buf(p), m * es);
+    copy_maybe_streaming(static_cast<char*>(a.data.data) + off, buf(p), m * es, stream);
   }
-  (void)bytes;
   finish(g, e, c.op);
 }
 

@@ -244,5 +244,27 @@ TEST(SingleCopy, LargeBuffersReusedStayExactAcrossTheHugePageCollapse) {
   algo::set_algorithm_override("");
 }
 
+// Outputs from kStreamFromBytes (32 MiB) are written with non-temporal stores
+// (collectives/shm/stream_copy.hpp): an all_gather into them and a reduce_scatter into one stay
+// exact, with an odd count so the streamed copies end in a partial cache line.
+TEST(SingleCopy, StreamedLargeOutputsAreExact) {
+  constexpr size_t kBlock = (size_t(16) << 20) / 4 + 3;  // f32 elements: P=2 outputs of 32 MiB and a bit
+  algo::set_algorithm_override("all_gather=shm_cma,reduce_scatter=shm_cma");
+  run_ranks(2, [&](ProcessGroup& g) {
+    Buffer in(DType::F32, kBlock), all(DType::F32, 2 * kBlock);
+    for (size_t i = 0; i < kBlock; ++i) in.set(i, tag_of(g.rank(), i));
+    g.all_gather_into(all.view(), in.view());
+    expect_elements(all, all.count(), [&](size_t i) { return tag_of(static_cast<int>(i / kBlock), i % kBlock); },
+                    "all_gather of 2 x 16 MiB");
+    Buffer big(DType::F32, 2 * (kBlock + 1)), out(DType::F32, kBlock + 1);  // 32 MiB out of 64
+    for (size_t i = 0; i < big.count(); ++i) big.set(i, tag_of(g.rank(), i));
+    g.reduce_scatter_from(out.view(), big.view(), ReduceOp::Sum);
+    const size_t first = static_cast<size_t>(g.rank()) * (kBlock + 1);
+    expect_elements(out, out.count(), [&](size_t i) { return tag_of(0, first + i) + tag_of(1, first + i); },
+                    "reduce_scatter into 32 MiB");
+  });
+  algo::set_algorithm_override("");
+}
+
 }  // namespace
 }  // namespace spmd::test

@@ -1,4 +1,4 @@
-// The reduction kernels of every instruction set this CPU has give the same bits as the generic
+// The streaming copy at the end. The reduction kernels of every instruction set this CPU has give the same bits as the generic
 // ones, for every dtype and op, on inputs with NaNs, infinities, signed zeros, denormals and
 // wrapping integers, at lengths that leave vector tails.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/reduce_kernels.hpp"
+#include "collectives/shm/stream_copy.hpp"
 
 namespace spmd {
 namespace {
@@ -56,6 +57,34 @@ TEST(Kernels, EveryInstructionSetMatchesGenericBitForBit) {
   }
   if (compared == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512: only the generic kernels run here";
   std::printf("compared %d kernel/size combinations; in use: %s\n", compared, reduce_kernel_isa());
+}
+
+}  // namespace
+}  // namespace spmd
+
+namespace spmd {
+namespace {
+
+// The streaming copy (collectives/shm/stream_copy.hpp) writes exactly the bytes memcpy would:
+// every head and tail around the cache lines it streams, at every alignment of both sides.
+TEST(StreamCopy, CopiesExactlyAtEveryAlignmentAndLength) {
+  std::vector<uint8_t> src(4096 + 128), dst(4096 + 128);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t d_off : {0, 1, 15, 16, 63, 64}) {
+    for (size_t s_off : {0, 3, 64}) {
+      for (size_t n : {0, 1, 63, 64, 65, 127, 128, 200, 4000}) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        algo::copy_streaming(dst.data() + d_off, src.data() + s_off, n);
+        for (size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= d_off && i < d_off + n;
+          ASSERT_EQ(dst[i], inside ? src[s_off + i - d_off] : 0xEE)
+              << "byte " << i << " of a copy of " << n << " bytes at offsets " << d_off << "/" << s_off;
+        }
+      }
+    }
+  }
+  algo::copy_maybe_streaming(nullptr, nullptr, 0, true);  // empty buffers, as empty tensors have
+  algo::copy_maybe_streaming(nullptr, nullptr, 0, false);
 }
 
 }  // namespace
