@@ -186,7 +186,11 @@ void ShmGroup::yield_and_learn() {
   if (spin_.count() == 0) return;  // more local ranks than CPUs: sharing one is expected
   const int cpu = ::sched_getcpu();
   seg_.lines(me_).cpu.store(cpu, std::memory_order_relaxed);
-  if (shares_core_ && (++shared_yields_ & (kMoveEvery - 1)) == 0) move_off_shared_cpu(cpu);
+  if (shares_core_ && ++shared_yields_ == next_move_at_) {
+    move_interval_ = std::min(2 * move_interval_, kMaxMoveInterval);
+    next_move_at_ = shared_yields_ + move_interval_;
+    move_off_shared_cpu(cpu);
+  }
 }
 
 // Two ranks that could each have a CPU but share one stay so while they only yield to each
