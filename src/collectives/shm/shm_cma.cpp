@@ -211,13 +211,24 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
   auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
   const char* own = static_cast<const char*>(a.blocks[static_cast<size_t>(me)].data);
+  char* out = static_cast<char*>(a.data.data);
   const bool stream = bytes >= kStreamFromBytes;
+  // The fold writes the output directly unless the output overlaps one of our input blocks
+  // (peers read those, and the fold reads ours after writing) or is large enough to stream.
+  // Folding into scratch and copying out cost a copy from cache per chunk: P=2, alternated 3
+  // times, µs (2026-11-26): 1M 65–87 -> 59–66, 16M 1212–1287 -> 1106–1126.
+  bool fold_in_place = !stream;
+  for (const TensorView& b : a.blocks) {
+    const auto* bb = static_cast<const char*>(b.data);
+    if (bytes && b.bytes() && out < bb + b.bytes() && bb < out + bytes) fold_in_place = false;
+  }
   for (size_t at = 0; at < a.data.count; at += chunk) {
     const size_t m = std::min(chunk, a.data.count - at), off = at * es;
     for (int q = 0; q < p; ++q)
       if (q != me) g.read_peer(q, entry(g, e, q, me).first + off, buf(q), m * es);
-    fold_in_rank_order(a.fn, buf(p), p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
-    copy_maybe_streaming(static_cast<char*>(a.data.data) + off, buf(p), m * es, stream);
+    char* dst = fold_in_place ? out + off : buf(p);
+    fold_in_rank_order(a.fn, dst, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, m * es);
+    if (!fold_in_place) copy_maybe_streaming(out + off, buf(p), m * es, stream);
   }
   finish(g, e, c.op);
 }
