@@ -88,15 +88,24 @@ void reduce_slices(ShmGroup& g, const std::vector<uint64_t>& addr, const CollArg
   const size_t chunk = std::max<size_t>(1, kChunkBytes / es);
   char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
   auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
-  char* acc = buf(p);
+  // A target among the first two ranks folds straight into its own buffer: the fold reads our
+  // input there in its first step (src(0) or src(1)), before writing each element, and never
+  // after; a later rank's input is read again in a later step, after the first wrote it. Saves
+  // a copy from cache per chunk: all_reduce P=2, alternated 3 times (2026-11-26, µs): 1M
+  // 97–184 -> 71–75, 4M 382–724 -> 335–364, 16M 1386–1439 -> 1155–1235.
+  const bool in_place = me < 2 && std::find(targets.begin(), targets.end(), me) != targets.end();
   for (size_t at = lo; at < hi; at += chunk) {
     const size_t m = std::min(chunk, hi - at), bytes = m * es, off = at * es;
     for (int q = 0; q < p; ++q)
       if (q != me) g.read_peer(q, addr[q] + off, buf(q), bytes);
+    char* acc = in_place ? own + off : buf(p);
     fold_in_rank_order(a.fn, acc, p, [&](int q) -> const char* { return q == me ? own + off : buf(q); }, m, bytes);
     for (int q : targets) {
-      if (q == me) copy_bytes(own + off, acc, bytes);
-      else g.write_peer(q, addr[q] + off, acc, bytes);
+      if (q == me) {
+        if (acc != own + off) copy_bytes(own + off, acc, bytes);
+      } else {
+        g.write_peer(q, addr[q] + off, acc, bytes);
+      }
     }
   }
 }
