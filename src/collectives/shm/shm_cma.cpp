@@ -88,12 +88,10 @@ void reduce_slices(ShmGroup& g, const std::vector<uint64_t>& addr, const CollArg
   const size_t chunk = std::max<size_t>(1, kChunkBytes / es);
   char* tmp = g.scratch(kChunkBytes * static_cast<size_t>(p + 1));
   auto buf = [&](int q) { return tmp + static_cast<size_t>(q) * kChunkBytes; };
-  // A target among the first two ranks folds straight into its own buffer: the fold reads our
-  // input there in its first step (src(0) or src(1)), before writing each element, and never
-  // after; a later rank's input is read again in a later step, after the first wrote it. Saves
-  // a copy from cache per chunk: all_reduce P=2, alternated 3 times (2026-11-26, µs): 1M
+  // A target among the first two ranks folds straight into its own buffer (the fold reads our
+  // input there before writing it: may_fold_into_source). Saves a copy from cache per chunk: all_reduce P=2, alternated 3 times (2026-11-26, µs): 1M
   // 97–184 -> 71–75, 4M 382–724 -> 335–364, 16M 1386–1439 -> 1155–1235.
-  const bool in_place = me < 2 && std::find(targets.begin(), targets.end(), me) != targets.end();
+  const bool in_place = may_fold_into_source(me) && std::find(targets.begin(), targets.end(), me) != targets.end();
   for (size_t at = lo; at < hi; at += chunk) {
     const size_t m = std::min(chunk, hi - at), bytes = m * es, off = at * es;
     for (int q = 0; q < p; ++q)
@@ -227,10 +225,7 @@ void shm_cma_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   // Folding into scratch and copying out cost a copy from cache per chunk: P=2, alternated 3
   // times, µs (2026-11-26): 1M 65–87 -> 59–66, 16M 1212–1287 -> 1106–1126.
   bool fold_in_place = !stream;
-  for (const TensorView& b : a.blocks) {
-    const auto* bb = static_cast<const char*>(b.data);
-    if (bytes && b.bytes() && out < bb + b.bytes() && bb < out + bytes) fold_in_place = false;
-  }
+  for (const TensorView& b : a.blocks) fold_in_place = fold_in_place && !overlaps(out, bytes, b.data, b.bytes());
   for (size_t at = 0; at < a.data.count; at += chunk) {
     const size_t m = std::min(chunk, a.data.count - at), off = at * es;
     for (int q = 0; q < p; ++q)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "collectives/algorithm.hpp"
@@ -17,6 +18,17 @@ using spmd::shm::ShmGroup;
 inline void copy_bytes(void* dst, const void* src, size_t n) {
   if (n) std::memcpy(dst, src, n);
 }
+
+// Whether the byte ranges [a, a + an) and [b, b + bn) share a byte (an empty range shares none).
+inline bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
+// Whether fold_in_rank_order's dst may be src(q) itself: it reads src(0) and src(1) in its
+// first step, each element before writing it, and never again; a later source is read after
+// dst was first written.
+inline bool may_fold_into_source(int q) { return q < 2; }
 
 // dst = src[0] op src[1] op ... op src[P-1] over n elements: a left fold in rank order, so every
 // rank that folds the same inputs gets the same bits, whatever the algorithm or timing.

@@ -97,9 +97,9 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const size_t es = dtype_size(a.data.dtype), p = static_cast<size_t>(g.size());
   const size_t me = static_cast<size_t>(g.rank());
   const char* own = static_cast<const char*>(a.blocks[me].data);
-  const auto own_at = reinterpret_cast<uintptr_t>(own), out_at = reinterpret_cast<uintptr_t>(a.data.data);
   const size_t bytes = a.data.bytes();
-  const bool own_direct = own_at + bytes <= out_at || out_at + bytes <= own_at || (own_at == out_at && me < 2);
+  const bool own_direct = !overlaps(own, bytes, a.data.data, bytes) ||
+                          (own == a.data.data && may_fold_into_source(static_cast<int>(me)));
   in_rounds(a.data.count, elements_per_round(g.slot_bytes(), es * p), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), p * m * es);
     for (size_t q = 0; q < p; ++q)

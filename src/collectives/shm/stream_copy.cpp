@@ -36,9 +36,8 @@ void copy_streaming(void* dst, const void* src, size_t n) {
 }
 
 void copy_maybe_streaming(void* dst, const void* src, size_t n, bool stream) {
-  if (n == 0) return;
   if (stream) copy_streaming(dst, src, n);
-  else std::memcpy(dst, src, n);
+  else if (n) std::memcpy(dst, src, n);
 }
 
 }  // namespace spmd::algo
