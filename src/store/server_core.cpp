@@ -164,7 +164,7 @@ void ServerCore::serve(ConnId id, Conn& c, Clock::time_point now) {
                         "limit); close store clients that are no longer needed, or raise the limit");
       break;
     }
-    if (!c.authed && c.proto == Protocol::Torch) {
+    if (!c.authed && is_torch(c.proto)) {
       refuse(id, c, "this store server requires a token (SPMD_STORE_TOKEN), which torch's "
                     "TCPStore client cannot present; unset SPMD_STORE_TOKEN to serve torch");
       break;
@@ -186,8 +186,9 @@ void ServerCore::serve(ConnId id, Conn& c, Clock::time_point now) {
     bool answered = state_.handle(id, std::move(req), now);
     handling_ = 0;
     // torch's own server keeps reading a connection whose WAIT is pending: its client times
-    // waits out on its own socket and carries on with other queries.
-    if (!answered && c.proto == Protocol::Torch) c.parked = false;
+    // waits out on its own socket and carries on with other queries (2.x's first cancels the
+    // wait with CANCEL_WAIT).
+    if (!answered && is_torch(c.proto)) c.parked = false;
   }
   // Keep only what is not served; what a large request had reserved goes back once served.
   if (c.in_begin > 0) {
@@ -287,7 +288,7 @@ void ServerCore::refuse(ConnId id, Conn& c, const std::string& why, Status statu
   } else {
     warn("closing the connection of " + c.peer + " (" + protocol_name(c.proto) + "): " + why);
   }
-  if (c.proto != Protocol::Torch) {
+  if (!is_torch(c.proto)) {
     Bytes text = to_bytes(why);
     wire::encode_answer(Answer{Op::NumKeys, status, 0, {&text}}, c.out);
   }

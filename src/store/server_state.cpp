@@ -304,6 +304,16 @@ bool ServerState::handle(ConnId conn, Request&& req, Clock::time_point now) {
       reply_(conn, a);
       return true;
     }
+    case Op::Validate:
+      break;  // the parser checked the magic number
+    case Op::Ping: {
+      Answer a{req.op, Status::Ok, req.integer, {}};
+      reply_(conn, a);
+      return true;
+    }
+    case Op::CancelWait:
+      drop_connection(conn);  // then WAIT_CANCELED, after any wait's answer already sent
+      break;
     case Op::Get:
     case Op::Wait:
     case Op::MultiGet:

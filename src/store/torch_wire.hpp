@@ -1,20 +1,11 @@
 // The wire protocol of PyTorch 1.13's TCPStore client (torch.distributed.TCPStore,
-// c10d::TCPStore), so torch workers can use the spmd store server directly.
+// c10d::TCPStore), so torch workers can use the spmd store server directly. torch 2.x's
+// client speaks another (torch2_wire.hpp); what the two share is in torch_query.hpp.
 //
-// A query is one byte (its type) followed by its arguments, with no frame length:
-//   str/bytes = u64 length · raw bytes       (integers in the host's order: little endian)
-//   SET         str key · bytes value                  no answer
-//   COMPARE_SET str key · bytes expected · bytes desired   → bytes (the value now stored)
-//   GET         str key                                → bytes; an absent key is an error
-//   ADD         str key · i64 delta                    → i64 (the sum)
-//   CHECK       u64 n · n × str key                    → u8 READY (0) / NOT_READY (1)
-//   WAIT        u64 n · n × str key                    → u8 STOP_WAITING (0) once all exist
-//   GETNUMKEYS                                         → i64
-//   DELETE_KEY  str key                                → i64 (keys deleted: 0 or 1)
-// torch's client prefixes its keys with "/" (except the "init/" counter that its constructor
-// adds to), and times out WAIT on its own socket: the server never answers a wait with a
-// timeout. The protocol has no error answers: a query the server cannot serve closes the
-// connection (torch then raises on its socket). WATCH_KEY is not supported.
+// Its query types, each followed by the arguments of the operation it means (torch_query.hpp):
+//   SET 0 · COMPARE_SET 1 · GET 2 · ADD 3 · CHECK 4 · WAIT 5 · GETNUMKEYS 6 · WATCH_KEY 7
+//   · DELETE_KEY 8
+// WATCH_KEY is not supported (the connection is closed).
 #pragma once
 
 #include <cstdint>

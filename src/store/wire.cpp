@@ -20,6 +20,9 @@ const char* op_name(Op op) {
     case Op::MultiGet: return "multi_get";
     case Op::MultiSet: return "multi_set";
     case Op::Append: return "append";
+    case Op::Validate: return "validate";
+    case Op::Ping: return "ping";
+    case Op::CancelWait: return "cancel_wait";
   }
   return "unknown";
 }
@@ -161,6 +164,9 @@ void encode_request(const Request& r, std::vector<uint8_t>& o) {
       for (const auto& k : r.keys) put_str(o, k);
       break;
     case Op::NumKeys:
+    case Op::Validate:
+    case Op::Ping:
+    case Op::CancelWait:
       break;
     case Op::MultiSet:
       put_u32(o, static_cast<uint32_t>(r.keys.size()));

@@ -31,6 +31,11 @@ enum class Op : uint8_t {
   MultiGet = 10,   // u64 timeout_ms · u32 n · n × str key     (waits server-side)
   MultiSet = 11,   // u32 n · n × (str key · bytes value)
   Append = 12,     // str key · bytes value
+  // What PyTorch 2.x's TCPStore client asks besides the above (torch2_wire.hpp). Never on
+  // spmd's wire: decode_request refuses them, encode_request writes no fields for them.
+  Validate = 64,    // integer: the client's magic number (checked by the parser); no answer
+  Ping = 65,        // integer: a nonce, answered back
+  CancelWait = 66,  // cancels the connection's parked waits
 };
 const char* op_name(Op op);
 // "get('a')", "multi_get('a', 'b' and 3 more)", "num_keys": a request in error messages.

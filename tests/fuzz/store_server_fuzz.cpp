@@ -1,8 +1,8 @@
 // libFuzzer target: the store server's whole connection state machine (ServerCore), without
 // sockets. The input is a script of steps on 4 connections: open, feed raw bytes, feed a
-// well-formed spmd request or torch query built from the next bytes (so the fuzzer reaches
-// deep states quickly), read some or all output, close, let time pass. Small limits make
-// every limit reachable. Checked: no crash, leak or UB; memory stays near its limit; every
+// well-formed spmd request or torch (1.13 or 2.x) query built from the next bytes (so the
+// fuzzer reaches deep states quickly), read some or all output, close, let time pass. Small
+// limits make every limit reachable. Checked: no crash, leak or UB; memory stays near its limit; every
 // spmd answer stream decodes; and once every connection is closed, the memory account is
 // back to exactly what the stored keys and values hold.
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <set>
 
 #include "store/server_core.hpp"
+#include "store/torch2_wire.hpp"
 #include "store/torch_wire.hpp"
 #include "store/wire.hpp"
 
@@ -46,12 +47,21 @@ wire::Request spmd_request(Input& in) {
   return r;
 }
 
+// A query of torch 1.13's protocol or, for a first byte from 128, of torch 2.x's (its VALIDATE
+// carries the right magic number most of the time, so that connections open as torch's do).
 std::vector<uint8_t> torch_query(Input& in) {
-  auto q = static_cast<torch_wire::Query>(in.byte() % 9);
+  uint8_t kind = in.byte();
   std::vector<std::string> keys = {"k" + std::to_string(in.byte() % 4), "k1"};
   std::vector<Bytes> values = {Bytes(in.byte() * 24, 'v'), Bytes(in.byte() % 8, 'w')};
+  int64_t integer = static_cast<int8_t>(in.byte());
   std::vector<uint8_t> out;
-  torch_wire::encode_query(q, keys, values, static_cast<int8_t>(in.byte()), out);
+  if (kind < 128) {
+    torch_wire::encode_query(static_cast<torch_wire::Query>(kind % 9), keys, values, integer, out);
+    return out;
+  }
+  auto q = static_cast<torch2_wire::Query>((kind - 128) % 14);
+  if (q == torch2_wire::Query::Validate && integer % 8 != 0) integer = torch2_wire::kValidationMagic;
+  torch2_wire::encode_query(q, keys, values, integer, out);
   return out;
 }
 
@@ -108,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto drain = [&](ConnId id, size_t most) {
     auto out = core.output(id);
     size_t k = std::min(most, out.size());
-    streams[id].torch = core.protocol(id) == store::Protocol::Torch;
+    streams[id].torch = store::is_torch(core.protocol(id));
     streams[id].bytes.insert(streams[id].bytes.end(), out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k));
     core.sent(id, k, now);
     streams[id].check();

@@ -55,6 +55,14 @@ class RawClient {
     return r;
   }
 
+  // Exactly n bytes as they come (answers of protocols without frames); nullopt when the
+  // server closed the connection or the timeout passed first.
+  std::optional<std::vector<uint8_t>> read_raw(size_t n, int timeout_ms = 10000) {
+    std::vector<uint8_t> b(n);
+    if (!read_exact(b.data(), n, timeout_ms)) return std::nullopt;
+    return b;
+  }
+
   // True once the server has closed this connection (EOF within the timeout).
   bool closed_by_server(int timeout_ms = 10000) {
     uint8_t b[256];

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core_harness.hpp"
-#include "store/torch_wire.hpp"
+#include "torch_queries.hpp"
 
 using namespace spmd;
 using namespace std::chrono_literals;
@@ -11,6 +11,7 @@ using store::ServerConfig;
 using store_test::CoreHarness;
 using store_test::frame_header;
 using store_test::request;
+using store_test::torch_bytes;
 using wire::Op;
 using wire::Status;
 
@@ -22,13 +23,6 @@ ServerConfig config(std::string token = "") {
   c.token = std::move(token);
   c.idle_timeout = 60s;
   return c;
-}
-
-std::vector<uint8_t> torch_query(torch_wire::Query q, std::vector<std::string> keys = {},
-                                 std::vector<Bytes> values = {}, int64_t integer = 0) {
-  std::vector<uint8_t> b;
-  torch_wire::encode_query(q, keys, values, integer, b);
-  return b;
 }
 
 int64_t le64(const std::vector<uint8_t>& b, size_t at = 0) {
@@ -81,7 +75,7 @@ TEST(ServerCore, IdleSpmdConnectionsAreClosedWithANoticeOthersStay) {
   ASSERT_TRUE(h.open(4));  // silent (torch's second connection looks like this)
   h.send(1, request(Op::NumKeys));
   h.send(2, request(Op::Wait, {"never"}, {}, 3600 * 1000));
-  h.feed(3, torch_query(torch_wire::Query::GetNumKeys));
+  h.feed(3, torch_bytes(torch_wire::Query::GetNumKeys));
   h.drain(1);
   h.drain(3);
   h.advance(30s);
@@ -154,7 +148,7 @@ TEST(ServerCore, NewcomersOverTheConnectionLimitAreToldWhyInTheirProtocol) {
   std::string why = h.error_of(3);
   EXPECT_NE(why.find("the store server at test:1 has 2 connections, its limit"), std::string::npos) << why;
   EXPECT_TRUE(h.core.finished(3));
-  h.feed(4, torch_query(torch_wire::Query::Add, {"init/"}, {}, 1));
+  h.feed(4, torch_bytes(torch_wire::Query::Add, {"init/"}, {}, 1));
   EXPECT_TRUE(h.drain(4).empty());  // torch has no error answer: it is closed
   EXPECT_TRUE(h.core.finished(4));
   EXPECT_FALSE(h.core.finished(5));
@@ -220,31 +214,31 @@ TEST(ServerCore, TorchQueriesAreAnsweredInTorchsFormat) {
   ASSERT_TRUE(h.open(1));  // torch
   ASSERT_TRUE(h.open(2));  // spmd, same keyspace
   using Q = torch_wire::Query;
-  h.feed(1, torch_query(Q::Add, {"init/"}, {}, 1));
+  h.feed(1, torch_bytes(Q::Add, {"init/"}, {}, 1));
   EXPECT_EQ(le64(h.drain(1)), 1);
-  h.feed(1, torch_query(Q::Set, {"/k"}, {to_bytes("v")}));
+  h.feed(1, torch_bytes(Q::Set, {"/k"}, {to_bytes("v")}));
   EXPECT_TRUE(h.drain(1).empty());  // SET has no answer
   h.send(2, request(Op::Get, {"/k"}, {}, 1000));
   EXPECT_EQ(to_string(h.answers(2).at(0).values.at(0)), "v");
-  h.feed(1, torch_query(Q::Get, {"/k"}));
+  h.feed(1, torch_bytes(Q::Get, {"/k"}));
   auto got = h.drain(1);
   ASSERT_EQ(got.size(), 9u);
   EXPECT_EQ(le64(got), 1);
   EXPECT_EQ(got[8], 'v');
-  h.feed(1, torch_query(Q::CompareSet, {"/k"}, {to_bytes("v"), to_bytes("w")}));
+  h.feed(1, torch_bytes(Q::CompareSet, {"/k"}, {to_bytes("v"), to_bytes("w")}));
   EXPECT_EQ(h.drain(1).back(), 'w');
-  h.feed(1, torch_query(Q::Check, {"/k", "/absent"}));
+  h.feed(1, torch_bytes(Q::Check, {"/k", "/absent"}));
   EXPECT_EQ(h.drain(1), std::vector<uint8_t>{1});  // NOT_READY
-  h.feed(1, torch_query(Q::Wait, {"/later"}));
+  h.feed(1, torch_bytes(Q::Wait, {"/later"}));
   EXPECT_TRUE(h.drain(1).empty());  // parked
   h.send(2, request(Op::Set, {"/later"}, {to_bytes("x")}));
   EXPECT_EQ(h.drain(1), std::vector<uint8_t>{0});  // STOP_WAITING
-  h.feed(1, torch_query(Q::GetNumKeys));
+  h.feed(1, torch_bytes(Q::GetNumKeys));
   EXPECT_EQ(le64(h.drain(1)), 3);
-  h.feed(1, torch_query(Q::DeleteKey, {"/k"}));
+  h.feed(1, torch_bytes(Q::DeleteKey, {"/k"}));
   EXPECT_EQ(le64(h.drain(1)), 1);
   // A value over the limit closes the connection (torch has no error answer).
-  h.feed(1, torch_query(Q::Set, {"/huge"}, {Bytes(10, 'x')}));
+  h.feed(1, torch_bytes(Q::Set, {"/huge"}, {Bytes(10, 'x')}));
   std::vector<uint8_t> lie = {0, 2, 0, 0, 0, 0, 0, 0, 0, '/', 'x', 0, 0, 0, 0, 0, 0, 0, 1};  // 2^56-byte value
   h.feed(1, lie);
   EXPECT_TRUE(h.core.finished(1));

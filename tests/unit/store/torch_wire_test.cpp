@@ -4,24 +4,20 @@
 
 #include "store/protocol.hpp"
 #include "store/torch_wire.hpp"
+#include "torch_queries.hpp"
 
 using namespace spmd;
+using store_test::torch_bytes;
 using torch_wire::Query;
 using wire::Op;
 using wire::Parse;
 
 namespace {
-std::vector<uint8_t> query(Query q, std::vector<std::string> keys = {}, std::vector<Bytes> values = {},
-                           int64_t integer = 0) {
-  std::vector<uint8_t> b;
-  torch_wire::encode_query(q, keys, values, integer, b);
-  return b;
-}
 constexpr size_t kMax = 1 << 20;
 }  // namespace
 
 TEST(TorchWire, QueriesParseOnceAllTheirBytesAreIn) {
-  auto bytes = query(Query::CompareSet, {"/key"}, {to_bytes("old"), to_bytes("new")});
+  auto bytes = torch_bytes(Query::CompareSet, {"/key"}, {to_bytes("old"), to_bytes("new")});
   wire::Request r;
   // Every prefix asks for more, never for less than it has, never beyond the whole query.
   for (size_t n = 0; n < bytes.size(); ++n) {
@@ -46,13 +42,13 @@ TEST(TorchWire, EachQueryMapsToItsOperation) {
     Op op;
   };
   std::vector<Case> cases = {
-      {query(Query::Set, {"k"}, {to_bytes("v")}), Op::Set},
-      {query(Query::Get, {"k"}), Op::Get},
-      {query(Query::Add, {"k"}, {}, -5), Op::Add},
-      {query(Query::Check, {"a", "b"}), Op::Check},
-      {query(Query::Wait, {"a"}), Op::Wait},
-      {query(Query::GetNumKeys), Op::NumKeys},
-      {query(Query::DeleteKey, {"k"}), Op::Delete},
+      {torch_bytes(Query::Set, {"k"}, {to_bytes("v")}), Op::Set},
+      {torch_bytes(Query::Get, {"k"}), Op::Get},
+      {torch_bytes(Query::Add, {"k"}, {}, -5), Op::Add},
+      {torch_bytes(Query::Check, {"a", "b"}), Op::Check},
+      {torch_bytes(Query::Wait, {"a"}), Op::Wait},
+      {torch_bytes(Query::GetNumKeys), Op::NumKeys},
+      {torch_bytes(Query::DeleteKey, {"k"}), Op::Delete},
   };
   for (const auto& c : cases) {
     wire::Request r;
@@ -75,17 +71,17 @@ TEST(TorchWire, LimitsAreCheckedFromTheLengthFields) {
   lim.max_value_bytes = 16;
   lim.max_keys = 2;
   wire::Request r;
-  auto key = query(Query::Get, {"123456789"});
+  auto key = torch_bytes(Query::Get, {"123456789"});
   EXPECT_EQ(torch_wire::parse_query(key.data(), 9, kMax, lim, r).kind, Parse::Kind::Invalid);
-  auto value = query(Query::Set, {"k"}, {Bytes(17, 'v')});
+  auto value = torch_bytes(Query::Set, {"k"}, {Bytes(17, 'v')});
   EXPECT_EQ(torch_wire::parse_query(value.data(), 18, kMax, lim, r).kind, Parse::Kind::Invalid);
-  auto many = query(Query::Wait, {"a", "b", "c"});
+  auto many = torch_bytes(Query::Wait, {"a", "b", "c"});
   EXPECT_EQ(torch_wire::parse_query(many.data(), 9, kMax, lim, r).kind, Parse::Kind::Invalid);
-  auto total = query(Query::CompareSet, {"k"}, {Bytes(16, 'a'), Bytes(16, 'b')});
+  auto total = torch_bytes(Query::CompareSet, {"k"}, {Bytes(16, 'a'), Bytes(16, 'b')});
   Parse p = torch_wire::parse_query(total.data(), total.size(), 40, lim, r);
   EXPECT_EQ(p.kind, Parse::Kind::Invalid);
   EXPECT_NE(p.error.find("more than 40 bytes"), std::string::npos) << p.error;
-  std::vector<uint8_t> watch = query(Query::WatchKey, {"k"});
+  std::vector<uint8_t> watch = torch_bytes(Query::WatchKey, {"k"});
   p = torch_wire::parse_query(watch.data(), watch.size(), kMax, lim, r);
   EXPECT_NE(p.error.find("watch_key"), std::string::npos);
   std::vector<uint8_t> unknown = {99};
@@ -121,10 +117,10 @@ TEST(TorchWire, TheFirstBytesTellTheProtocols) {
   EXPECT_EQ(store::detect_protocol(spmd.data(), spmd.size()), store::Protocol::Spmd);
   for (Query q : {Query::Set, Query::CompareSet, Query::Get, Query::Add, Query::Check, Query::Wait,
                   Query::DeleteKey}) {
-    auto t = query(q, {"init/"}, {to_bytes("a"), to_bytes("b")}, 1);
+    auto t = torch_bytes(q, {"init/"}, {to_bytes("a"), to_bytes("b")}, 1);
     EXPECT_EQ(store::detect_protocol(t.data(), 5), store::Protocol::Torch) << int(q);
   }
-  auto num = query(Query::GetNumKeys);
+  auto num = torch_bytes(Query::GetNumKeys);
   EXPECT_EQ(store::detect_protocol(num.data(), num.size()), store::Protocol::Torch);
   for (int op = 1; op <= 12; ++op) {
     std::vector<uint8_t> f = {6, 0, 0, 0, uint8_t(op)};  // a 6-byte spmd frame
