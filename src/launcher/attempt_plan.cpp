@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace spmd::launcher {
 
@@ -46,6 +47,20 @@ std::vector<std::string> worker_command(const Options& o) {
   return argv;
 }
 
+const std::vector<std::pair<const char*, const char*>>& worker_defaults() {
+  static const std::vector<std::pair<const char*, const char*>> defaults{
+      // torchrun 1.13 gives NCCL_ASYNC_ERROR_HANDLING=1, torchrun 2.x the new name (torch 2.x
+      // still reads the old one, with a deprecation warning; 1.13 reads only the old one).
+      {"NCCL_ASYNC_ERROR_HANDLING", "1"},
+      {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
+      // torch 2.4+ makes the TCPStores of env:// (rank 0's own), tcp:// and torchelastic with
+      // libuv unless USE_LIBUV=0, and a torch built without libuv (Debian 13's 2.6) refuses to.
+      // The plain TCPStore serves a job's start-up as well; torch 1.13 ignores the variable.
+      {"USE_LIBUV", "0"},
+  };
+  return defaults;
+}
+
 const std::vector<std::string>& launch_variable_names() {
   static const std::vector<std::string> names{
       "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
@@ -64,8 +79,13 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
   // and torch keys its rendezvous under /worker/attempt_<TORCHELASTIC_RESTART_COUNT>. Not with
   // c10d, whose membership rounds keep the restart count (as torchrun, torch's rank 0 then hosts
   // its own store at MASTER_PORT), nor with SPMD_STORE_TOKEN (torch's client cannot present it).
+  // TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is torchrun 2.x's switch for the same (rank 0 hosts
+  // torch's store): needed where torch has no libuv, as torch 2.x's client of an agent store
+  // asks for libuv whatever USE_LIBUV says (rendezvous.py passes it only to rank 0's store).
+  const char* no_shared_store = std::getenv("TORCH_DISABLE_SHARE_RDZV_TCP_STORE");
   const bool agent_store = !plan.store_addr.empty() && o.rdzv_backend != RdzvBackend::C10d &&
-                           std::getenv("SPMD_STORE_TOKEN") == nullptr;
+                           std::getenv("SPMD_STORE_TOKEN") == nullptr &&
+                           !(no_shared_store != nullptr && std::string(no_shared_store) == "1");
   std::map<std::string, std::string> set{
       {"LOCAL_RANK", std::to_string(e.local_rank)},
       {"RANK", std::to_string(e.global_rank)},
@@ -95,17 +115,19 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
     set["SPMD_STORE_PREFIX"] = plan.store_prefix();
   }
   std::vector<std::string> env;
+  std::set<std::string> inherited;
   for (char** p = base_environ; p != nullptr && *p != nullptr; ++p) {
     std::string kv(*p);
     std::string key = kv.substr(0, kv.find('='));
+    inherited.insert(key);
     if (set.count(key) != 0 || key == "TORCHELASTIC_ERROR_FILE") continue;
     // A stale spmd store from an outer launch must not leak into this one.
     if (plan.store_addr.empty() && key.rfind("SPMD_STORE_", 0) == 0 && key != "SPMD_STORE_TOKEN")
       continue;
     env.push_back(std::move(kv));
   }
-  // torchrun also passes NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it.
-  if (std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) env.push_back("NCCL_ASYNC_ERROR_HANDLING=1");
+  for (const auto& [name, value] : worker_defaults())
+    if (inherited.count(name) == 0) env.push_back(std::string(name) + "=" + value);
   for (auto& [k, v] : set) env.push_back(k + "=" + v);
   return env;
 }

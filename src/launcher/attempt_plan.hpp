@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/options.hpp"
@@ -31,13 +32,17 @@ std::vector<std::string> worker_command(const Options& options);
 std::string worker_python(const Options& options);
 
 // The complete environment of one worker: the launcher's own environment with the launch
-// variables set (replacing any inherited values), and TORCHELASTIC_ERROR_FILE=error_file
-// when one is given.
+// variables set (replacing any inherited values), TORCHELASTIC_ERROR_FILE=error_file when one
+// is given, and worker_defaults() that base_environ lacks.
 std::vector<std::string> worker_environment(const Options& options, const AttemptPlan& plan,
                                             const RankEntry& entry, char** base_environ,
                                             const std::string& error_file = "");
 
 // The names of every variable worker_environment sets (for docs and tests).
 const std::vector<std::string>& launch_variable_names();
+
+// The variables workers get when spmdrun's own environment lacks them (name, value): torchrun's
+// NCCL_ASYNC_ERROR_HANDLING (1.13) and TORCH_NCCL_ASYNC_ERROR_HANDLING (2.x), and USE_LIBUV=0.
+const std::vector<std::pair<const char*, const char*>>& worker_defaults();
 
 }  // namespace spmd::launcher

@@ -91,8 +91,13 @@ Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
   TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE
   TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
-  NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX, NCCL_ASYNC_ERROR_HANDLING=1
-  (unless set), and OMP_NUM_THREADS=1 when unset and more than one process runs per node.
+  NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX; unless set,
+  NCCL_ASYNC_ERROR_HANDLING=1 and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torchrun 1.13's and
+  2.x's), USE_LIBUV=0 (torch 2.x's TCPStores without libuv, which Debian 13's torch lacks),
+  and OMP_NUM_THREADS=1 when more than one process runs per node.
+  TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torchrun 2.x's switch) makes torch's rank 0 host its
+  own store at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=False) instead of using spmdrun's:
+  needed by a torch 2.x built without libuv, whose client of spmdrun's store asks for libuv.
   With TORCHELASTIC_ERROR_FILE set for spmdrun itself, a failed job's root cause is written
   there (as torchrun does).
 

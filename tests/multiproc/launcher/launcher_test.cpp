@@ -25,7 +25,9 @@ void expect_all_gone(const std::string& out) {
 }
 
 TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
-  Result r = run({"--nproc-per-node", "4", print_env_path()}, {{"OMP_NUM_THREADS", ""}});
+  Result r = run({"--nproc-per-node", "4", print_env_path()},
+                 {{"OMP_NUM_THREADS", ""}, {"USE_LIBUV", ""}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", ""},
+                  {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE", ""}});
   ASSERT_EQ(r.code, 0) << r.err;
   auto w = parse_workers(r.out);
   ASSERT_EQ(w.size(), 4u) << r.out;
@@ -54,6 +56,9 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
     EXPECT_EQ(v["SPMD_STORE_PORT"], v["MASTER_PORT"]);
     EXPECT_EQ(v["SPMD_STORE_PREFIX"], "spmd/none/0");
     EXPECT_EQ(v["OMP_NUM_THREADS"], "1");
+    // torch 2.x: the plain TCPStore (a torch without libuv has no other), torchrun 2.x's name.
+    EXPECT_EQ(v["USE_LIBUV"], "0");
+    EXPECT_EQ(v["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
     // A per-worker error file, in a temporary directory of the job's that is gone afterwards.
     std::string error_file = v["TORCHELASTIC_ERROR_FILE"];
     std::string tail = "/error_" + std::to_string(rank) + ".json";
@@ -66,11 +71,13 @@ TEST(Launcher, SingleNodeFourWorkersGetTorchrunVariables) {
 }
 
 TEST(Launcher, StandaloneUsesHostNameAndFreshRunId) {
-  Result r = run({"--standalone", "--nproc-per-node", "2", print_env_path()}, {{"OMP_NUM_THREADS", "3"}});
+  Result r = run({"--standalone", "--nproc-per-node", "2", print_env_path()},
+                 {{"OMP_NUM_THREADS", "3"}, {"USE_LIBUV", "1"}});
   ASSERT_EQ(r.code, 0) << r.err;
   auto w = parse_workers(r.out);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0]["OMP_NUM_THREADS"], "3");  // a value the user set is kept, without the banner
+  EXPECT_EQ(w[0]["USE_LIBUV"], "1");
   EXPECT_EQ(r.err.find("OMP_NUM_THREADS"), std::string::npos);
   EXPECT_EQ(w[0]["TORCHELASTIC_RUN_ID"].size(), 36u);  // a uuid, like torchrun's
   EXPECT_FALSE(w[0]["MASTER_ADDR"].empty());

@@ -20,7 +20,9 @@ const char* kVars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
                        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
                        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
-                       "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "OMP_NUM_THREADS"};
+                       "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "USE_LIBUV",
+                       "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                       "OMP_NUM_THREADS"};  // last: the tests' parser ends a worker's block here
 
 int env_int(const char* name) {
   const char* v = std::getenv(name);
