@@ -158,7 +158,8 @@ void AttemptRun::record_failure(Worker& w) {
   f.stderr_tail.assign(w.err->tail().begin(), w.err->tail().end());
   f.error_file = read_error_file(w.error_file);
   f.lost_peer = failed_from_lost_peer(f.stderr_tail, f.error_file ? f.error_file->message : "");
-  f.hint = failure_hint(worker_python(o_), f.stderr_tail);
+  f.hint = failure_hint(worker_python(o_), f.stderr_tail,
+                        f.error_file ? f.error_file->message + "\n" + f.error_file->traceback : "");
   std::erase(outcome_.stopped_ranks, f.global_rank);
   outcome_.failures.push_back(std::move(f));
   put_root_cause_first(outcome_.failures);

@@ -16,9 +16,12 @@ namespace spmd::launcher {
 // file) say that it failed because a peer was lost.
 bool failed_from_lost_peer(const std::vector<std::string>& stderr_tail, const std::string& error_message = "");
 
-// A hint for a failure spmdrun recognises, or "": a Python worker (`python` is the interpreter
-// that ran it, "" for other programs) that could not import torch.
-std::string failure_hint(const std::string& python, const std::vector<std::string>& stderr_tail);
+// A hint for a failure spmdrun recognises in a worker's stderr tail or its error file's text
+// (message and traceback), or "": a Python that cannot import torch or spmd_torch, the "spmd"
+// backend used before `import spmd_torch`, a torch without libuv. `python` is the interpreter
+// that ran the worker ("" when spmdrun did not run it under Python). The table is in the .cpp.
+std::string failure_hint(const std::string& python, const std::vector<std::string>& stderr_tail,
+                         const std::string& error_text = "");
 
 // Moves the root cause to the front of `failures` (the rest keep their order).
 void put_root_cause_first(std::vector<WorkerFailure>& failures);

@@ -1,7 +1,8 @@
 // PyTorch's error files and Python workers: a @record'ed script that raises (Debian's
-// /usr/bin/python3 with torch; skipped without it), a Python that cannot import torch, and the
-// job-level error file spmdrun writes to its own TORCHELASTIC_ERROR_FILE, on one node and on
-// the node where the root cause was not.
+// /usr/bin/python3 with torch; skipped without it), a Python that cannot import torch or
+// spmd_torch, the other failures spmdrun has a hint for, and the job-level error file spmdrun
+// writes to its own TORCHELASTIC_ERROR_FILE, on one node and on the node where the root cause
+// was not.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "launch_harness.hpp"
 #include "launcher/json.hpp"
@@ -74,6 +76,35 @@ TEST(PythonWorkers, APythonWithoutTorchGetsAHint) {
   EXPECT_NE(r.err.find("  hint      : " + python + " cannot import torch; set SPMD_PYTHON to a Python that has it "
                        "(e.g. SPMD_PYTHON=/usr/bin/python3"),
             std::string::npos) << r.err;
+}
+
+TEST(PythonWorkers, APythonWithoutSpmdTorchGetsAHintNamingIt) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << "no " << kPython;
+  std::string python = kDir + "/python_without_site.sh";
+  Result r = run({"--nproc-per-node", "1", kDir + "/imports_spmd_torch.py"},
+                 {{"SPMD_PYTHON", python}, {"PYTHONPATH", ""}});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("  hint      : " + python + " cannot import spmd_torch: install it into that Python (" +
+                       python + " -m pip install ./python"),
+            std::string::npos) << r.err;
+}
+
+// The other failures with a hint, said by a worker that is no Python (print_env writes the
+// words to stderr, then fails): the report reads them all the same.
+TEST(PythonWorkers, KnownFailuresGetTheirHints) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"ValueError: Invalid backend: 'spmd'", "  hint      : the backend \"spmd\" exists once the script has imported "
+                                              "spmd_torch: add \"import spmd_torch\" before init_process_group(\"spmd\")\n"},
+      {"ModuleNotFoundError: No module named 'spmd_torch'",
+       "  hint      : the worker's Python cannot import spmd_torch: install it into that Python (python3 -m pip"},
+      {"RuntimeError: use_libuv was requested but PyTorch was build without libuv support",
+       "  hint      : this torch has no libuv: run with USE_LIBUV=0"},
+  };
+  for (const auto& [said, hint] : cases) {
+    Result r = run({"--nproc-per-node", "1", print_env_path(), "--stderr", said, "--exit-rank", "0", "--exit-code", "1"});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find(hint), std::string::npos) << "for " << said << ":\n" << r.err;
+  }
 }
 
 TEST(PythonWorkers, WithoutAWorkerErrorFileTheJobFileSaysWhatTheReportSays) {

@@ -79,5 +79,43 @@ TEST(RootCause, HintForAPythonWithoutTorch) {
   EXPECT_NE(failure_hint("python3", {"ModuleNotFoundError: No module named 'torch.distributed'"}), "");
 }
 
+TEST(RootCause, HintForAPythonWithoutSpmdTorch) {
+  std::vector<std::string> tail{"    import spmd_torch", "ModuleNotFoundError: No module named 'spmd_torch'"};
+  std::string hint = failure_hint("/opt/venv/bin/python3", tail);
+  EXPECT_NE(hint.find("/opt/venv/bin/python3 cannot import spmd_torch"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("/opt/venv/bin/python3 -m pip install ./python"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("build/python"), std::string::npos) << hint;
+  EXPECT_EQ(hint.find("cannot import torch"), std::string::npos) << "not the torch hint: " << hint;
+  // A program spmdrun did not start as Python (a shell script running python3) gets it too.
+  std::string other = failure_hint("", tail);
+  EXPECT_NE(other.find("the worker's Python cannot import spmd_torch"), std::string::npos) << other;
+  EXPECT_NE(other.find("(python3 -m pip install ./python"), std::string::npos) << other;
+}
+
+TEST(RootCause, HintForTheSpmdBackendBeforeItsImport) {
+  std::string hint = failure_hint("python3", {"ValueError: Invalid backend: 'spmd'"});
+  EXPECT_NE(hint.find("add \"import spmd_torch\" before init_process_group(\"spmd\")"), std::string::npos) << hint;
+  EXPECT_EQ(failure_hint("python3", {"ValueError: Invalid backend: 'spmdx'"}), "");
+}
+
+TEST(RootCause, HintForATorchWithoutLibuv) {
+  // torch 2.6's words, and later versions' ("built ..., run with USE_LIBUV=0 to disable it.").
+  for (const char* said : {"RuntimeError: use_libuv was requested but PyTorch was build without libuv support",
+                           "torch.distributed.DistStoreError: use_libuv was requested but PyTorch was built "
+                           "without libuv support, run with USE_LIBUV=0 to disable it."}) {
+    std::string hint = failure_hint("", {said});
+    EXPECT_NE(hint.find("USE_LIBUV=0"), std::string::npos) << hint;
+    EXPECT_NE(hint.find("TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"), std::string::npos) << hint;
+  }
+}
+
+TEST(RootCause, HintsAreReadInTheErrorFileToo) {
+  // A @record'ed script's error file holds the exception; its stderr tail may not.
+  std::string hint = failure_hint("python3", {"some unrelated line"},
+                                  "ValueError: Invalid backend: 'spmd'\nTraceback (most recent call last): ...");
+  EXPECT_NE(hint.find("import spmd_torch"), std::string::npos) << hint;
+  EXPECT_EQ(failure_hint("python3", {"all fine"}, "RuntimeError: out of memory"), "");
+}
+
 }  // namespace
 }  // namespace spmd::launcher
