@@ -9,7 +9,7 @@ build=$(cd "${1:-build}" && pwd)
 quick=${2:-}
 export SPMD_PYTHON=${SPMD_PYTHON:-/usr/bin/python3}
 export PYTHONPATH="$build/python:$here${PYTHONPATH:+:$PYTHONPATH}"
-ls "$build"/python/spmd_torch*.so >/dev/null || { echo "run.sh: build target spmd_torch_python first" >&2; exit 1; }
+ls "$build"/python/spmd_torch/_C*.so >/dev/null || { echo "run.sh: build target spmd_torch_python first" >&2; exit 1; }
 if [[ "$quick" == "--quick" ]]; then
   allreduce=(-b 8 -e 64K -f 32 --reps 1 --budget 1M)
   ddp=(--width 128 --depth 1 --inputs 64 --steps 2 --reps 1)

@@ -1,16 +1,22 @@
-// The Python module spmd_torch: importing it registers the torch.distributed backend "spmd",
-// so that dist.init_process_group("spmd") and dist.new_group(...) build ProcessGroupSpmd.
+// spmd_torch._C, the extension of the package spmd_torch: the backend's class and creator.
+// spmd_torch/__init__.py registers the creator as torch.distributed's backend "spmd" (with the
+// devices it serves on torch 2.x), so that dist.init_process_group("spmd") and
+// dist.new_group(...) build ProcessGroupSpmd.
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "noop_backend.hpp"
 #include "process_group.hpp"
 #include "spmd/version.hpp"
 
 namespace py = pybind11;
 using spmd::torch_dist::ProcessGroupSpmd;
 
-PYBIND11_MODULE(spmd_torch, m) {
+PYBIND11_MODULE(_C, m) {
   m.doc() =
       "spmd's collectives as the torch.distributed backend \"spmd\" (CPU tensors).\n\n"
       "    import spmd_torch  # registers the backend\n"
@@ -18,9 +24,9 @@ PYBIND11_MODULE(spmd_torch, m) {
   m.attr("__version__") = SPMD_VERSION;
   // The base class must be known to pybind11 before ProcessGroupSpmd derives from it.
   py::module_ dist = py::module_::import("torch.distributed");
-  py::class_<ProcessGroupSpmd, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupSpmd>>(m, "ProcessGroupSpmd",
+  py::class_<ProcessGroupSpmd, spmd::torch_dist::BackendBase, c10::intrusive_ptr<ProcessGroupSpmd>>(m, "ProcessGroupSpmd",
                                                                                         R"(
-A c10d ProcessGroup whose operations run spmd's algorithms. torch.distributed makes one per
+A c10d ProcessGroup (torch 1.13) or Backend (torch 2.x) whose operations run spmd's algorithms. torch.distributed makes one per
 group through the backend "spmd"; it can also be built directly over a store, like
 torch.distributed.ProcessGroupGloo: ProcessGroupSpmd(store, rank, size, timeout).)")
       .def(py::init(&ProcessGroupSpmd::create), py::arg("store"), py::arg("rank"), py::arg("size"),
@@ -32,9 +38,22 @@ torch.distributed.ProcessGroupGloo: ProcessGroupSpmd(store, rank, size, timeout)
   // torch.distributed's creator signature for plugins (1.13): (store, rank, size, timeout).
   m.def("_create_process_group", &ProcessGroupSpmd::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>());
+  // For bench/torch/overhead.py: the floor (a backend that does nothing, registered the same
+  // way) and the same all_reduce issued from C++ on the group's spmd group.
+  py::class_<spmd::torch_dist::NoopBackend, spmd::torch_dist::BackendBase,
+             c10::intrusive_ptr<spmd::torch_dist::NoopBackend>>(m, "_NoopBackend");
+  m.def("_create_noop_backend", &spmd::torch_dist::NoopBackend::create, py::arg("store"), py::arg("rank"),
+        py::arg("size"), py::arg("timeout"));
+  m.def(
+      "_cpp_all_reduce_seconds",
+      [](ProcessGroupSpmd& pg, size_t nbytes, int iters) {
+        std::vector<float> buffer(std::max<size_t>(1, nbytes / sizeof(float)), 0.0f);
+        pg.group().all_reduce(buffer);  // warm-up
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < iters; ++i) pg.group().all_reduce(buffer);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+      },
+      py::arg("group"), py::arg("nbytes"), py::arg("iters"), py::call_guard<py::gil_scoped_release>());
   // Before the interpreter finalizes: settle what is pending, run callbacks, end our threads.
   py::module_::import("atexit").attr("register")(py::cpp_function(&spmd::torch_dist::stop_all_group_threads));
-  py::object backend = dist.attr("Backend");
-  if (!py::hasattr(backend, "SPMD"))
-    backend.attr("register_backend")("spmd", m.attr("_create_process_group"));
 }

@@ -6,6 +6,8 @@
 
 #include <mutex>
 
+#include "common/env.hpp"
+#include "core/observe/observer.hpp"
 #include "gil.hpp"
 #include "spmd/error.hpp"
 #include "torch_store.hpp"
@@ -17,6 +19,28 @@ namespace {
 // The groups created so far, for stop_all_group_threads().
 std::mutex groups_mutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
+
+// Whether a live group of this process is the job's world as spmdrun sees it.
+std::atomic<bool> world_on_launcher{false};
+
+// Under spmdrun (SPMD_STORE_ADDR), torch's default group is the job's world: its observer
+// publishes heartbeats and answers requests for flight records on the launcher's store, where
+// spmdrun's hang watch, trace merge and failure report look (as spmd::init()'s world does).
+// Subgroups, and later groups of all ranks while it lives, keep their records to themselves:
+// one observer per rank speaks for the job.
+bool claims_launcher_world(int rank, int size) {
+  auto env_rank = env::get("RANK"), env_size = env::get("WORLD_SIZE");
+  if (!env::get("SPMD_STORE_ADDR") || !env_rank || !env_size) return false;
+  if (*env_rank != std::to_string(rank) || *env_size != std::to_string(size)) return false;
+  bool expected = false;
+  return world_on_launcher.compare_exchange_strong(expected, true);
+}
+
+std::shared_ptr<spmd::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                               std::chrono::milliseconds timeout, bool launcher_world) {
+  if (launcher_world) observe::next_world_uses_launcher_store();
+  return spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, GroupOptions{timeout});
+}
 
 }  // namespace
 
@@ -42,8 +66,9 @@ SpmdWork::Spec work_spec(c10d::OpType type, const char* title, const std::vector
 
 ProcessGroupSpmd::ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                    std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size),
-      group_(spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, GroupOptions{timeout})),
+    : BackendBase(rank, size),
+      launcher_world_(claims_launcher_world(rank, size)),
+      group_(make_group(store, rank, size, timeout, launcher_world_)),
       callbacks_(std::make_shared<CallbackPool>()),
       settler_(std::make_unique<Settler>()) {
   init();
@@ -64,6 +89,10 @@ void ProcessGroupSpmd::release_resources() {
   WithoutGil no_gil;  // pending operations finish (or time out) first; their callbacks may need it
   stop_threads();
   group_.reset();
+  if (launcher_world_) {
+    launcher_world_ = false;
+    world_on_launcher.store(false);
+  }
 }
 
 void ProcessGroupSpmd::stop_threads() {
@@ -256,21 +285,29 @@ void ProcessGroupSpmd::startCoalescing() {
   coalescing_ = true;
 }
 
-void ProcessGroupSpmd::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /*works*/) {
+std::vector<c10::intrusive_ptr<c10d::Work>> ProcessGroupSpmd::issue_collected() {
   std::vector<Collected> batch;
   {
     std::lock_guard<std::mutex> g(coalescing_mutex_);
     coalescing_ = false;
     batch.swap(collected_);
   }
-  if (batch.empty()) return;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  if (batch.empty()) return works;
   std::vector<P2POp> ops;
   for (const Collected& c : batch) ops.push_back(c.op);
   std::vector<Work> issued = group_->batch_isend_irecv(ops);
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i].work->start(std::move(issued[i]));
     settler_->add(batch[i].work);
+    works.push_back(batch[i].work);
   }
+  return works;
 }
+
+#if !SPMD_TORCH2
+// torch 1.13 keeps the works it got from the sends and receives; nothing to hand back.
+void ProcessGroupSpmd::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /*works*/) { issue_collected(); }
+#endif
 
 }  // namespace spmd::torch_dist

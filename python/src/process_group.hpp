@@ -1,12 +1,11 @@
-// ProcessGroupSpmd: torch.distributed's backend "spmd" — a c10d::ProcessGroup (torch 1.13)
-// whose operations run on an spmd::ProcessGroup. torch calls the backend's creator once per
+// ProcessGroupSpmd: torch.distributed's backend "spmd" — a c10d::ProcessGroup (torch 1.13) or
+// c10d::Backend (torch 2.x; torch_compat.hpp) whose operations run on an spmd::ProcessGroup. torch calls the backend's creator once per
 // group (the world and every new_group) with the group's own prefixed store; each becomes an
 // spmd group of its own over that store, so group ranks and spmd ranks coincide.
 // Every operation is queued on spmd's group (asynchronously, in issue order) and returns an
 // SpmdWork; the group's Settler completes works and futures as operations finish.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <atomic>
@@ -21,10 +20,11 @@
 #include "settler.hpp"
 #include "spmd/process_group.hpp"
 #include "staging.hpp"
+#include "torch_compat.hpp"
 
 namespace spmd::torch_dist {
 
-class ProcessGroupSpmd : public c10d::ProcessGroup {
+class ProcessGroupSpmd : public BackendBase {
  public:
   // Every member calls it (torch does, in the creator); blocks until the group has met.
   // create() also registers the group for stop_all_group_threads().
@@ -83,13 +83,26 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   // torch's batch_isend_irecv: sends and receives between these two calls are collected, then
   // issued as one spmd batch whose items progress together (no order can deadlock it).
   void startCoalescing() override;
+#if SPMD_TORCH2
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;  // one Work for the batch
+  // torch 2.x's coalesced one-tensor collectives (process_group_coalesced.cpp).
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+#else
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) override;
+#endif
   void setSequenceNumberForGroup() override {}  // every group starts at 0 on every rank
   uint64_t getSequenceNumberForGroup() override;
 
  private:
   // Hands an issued spmd operation to the settler; `spec` says what the work returns.
   c10::intrusive_ptr<c10d::Work> launch(Work op, SpmdWork::Spec spec);
+  // Ends coalescing: issues the collected sends and receives as one batch; their works.
+  std::vector<c10::intrusive_ptr<c10d::Work>> issue_collected();
   // Issues a send or receive (peer: spmd rank), or collects it while coalescing.
   c10::intrusive_ptr<c10d::Work> point_to_point(P2POp op, SpmdWork::Spec spec);
   std::vector<Staged> root_blocks(const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like,
@@ -97,6 +110,7 @@ class ProcessGroupSpmd : public c10d::ProcessGroup {
   // spmd's rank (root, peer) for a group rank given by torch.
   int spmd_rank(int64_t group_rank, const char* role, const std::string& what) const;
 
+  bool launcher_world_;  // this group's observer speaks for the rank on spmdrun's store
   std::shared_ptr<spmd::ProcessGroup> group_;
   std::shared_ptr<CallbackPool> callbacks_;
   std::unique_ptr<Settler> settler_;

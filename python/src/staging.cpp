@@ -1,4 +1,5 @@
 #include "staging.hpp"
+#include "torch_compat.hpp"
 
 #include "spmd/error.hpp"
 
@@ -112,8 +113,14 @@ Reduction reduction_for(const at::Tensor& t, const c10d::ReduceOp& op, const std
 at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op) {
   auto* factor = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   if (!factor) raise(ErrorKind::InvalidArgument, "PREMUL_SUM without a factor (make it with _make_nccl_premul_sum)");
+  // torch 1.13 keeps a list of factor tensors (one per device), 2.x one tensor.
+#if SPMD_TORCH2
+  if (!factor->tensor_factor.defined()) return t.mul(factor->double_factor).contiguous();
+  const at::Tensor& f = factor->tensor_factor;
+#else
   if (factor->tensor_factors.empty()) return t.mul(factor->double_factor).contiguous();
   const at::Tensor& f = factor->tensor_factors.front();
+#endif
   if (f.numel() != 1)
     raise(ErrorKind::InvalidArgument, "PREMUL_SUM: the factor tensor must hold one element, it holds " +
                                           std::to_string(f.numel()));

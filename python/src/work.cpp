@@ -1,5 +1,9 @@
 #include "work.hpp"
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
+
 #include "spmd/error.hpp"
 
 namespace spmd::torch_dist {
@@ -128,5 +132,78 @@ c10::intrusive_ptr<c10::ivalue::Future> SpmdWork::getFuture() {
   future_handed_out_ = true;
   return future_;
 }
+
+#if SPMD_TORCH2
+BatchWork::BatchWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
+    : c10d::Work(rank, c10d::OpType::COALESCED), works_(std::move(works)) {}
+
+bool BatchWork::isCompleted() {
+  for (auto& w : works_)
+    if (!w->isCompleted()) return false;
+  return true;
+}
+
+bool BatchWork::isSuccess() const {
+  for (const auto& w : works_)
+    if (!w->isSuccess()) return false;
+  return true;
+}
+
+std::exception_ptr BatchWork::exception() const {
+  for (const auto& w : works_)
+    if (auto e = w->exception()) return e;
+  return nullptr;
+}
+
+bool BatchWork::wait(std::chrono::milliseconds timeout) {
+  // One deadline for the whole batch: each work gets what is left of it.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& w : works_) {
+    if (timeout == kNoTimeout) {
+      w->wait(kNoTimeout);
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    w->wait(std::max(left, std::chrono::milliseconds(1)));
+  }
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> BatchWork::getFuture() {
+  // Completes when every work's future has, with the works' output tensors in order (or
+  // the first error).
+  auto all = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  if (works_.empty()) {
+    all->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+    return all;
+  }
+  struct Pending {
+    std::mutex m;
+    size_t left;
+    std::vector<at::Tensor> outputs;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->left = works_.size();
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> futures;
+  for (auto& w : works_) futures.push_back(w->getFuture());
+  for (auto& f : futures) {
+    f->addCallback([all, pending, futures](c10::ivalue::Future&) {
+      std::lock_guard<std::mutex> g(pending->m);
+      if (--pending->left != 0 || all->completed()) return;
+      for (const auto& done : futures) {
+        if (done->hasError()) {
+          all->setError(done->exception_ptr());
+          return;
+        }
+        if (done->value().isTensorList())
+          for (const at::Tensor& t : done->value().toTensorVector()) pending->outputs.push_back(t);
+      }
+      all->markCompleted(c10::IValue(pending->outputs));
+    });
+  }
+  return all;
+}
+
+#endif  // SPMD_TORCH2
 
 }  // namespace spmd::torch_dist

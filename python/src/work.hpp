@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "callback_pool.hpp"
+#include "torch_compat.hpp"
 #include "spmd/work.hpp"
 
 namespace spmd::torch_dist {
@@ -64,5 +65,23 @@ class SpmdWork : public c10d::Work {
   bool settled_ = false;          // under settle_mutex_
   bool future_handed_out_ = false;  // under settle_mutex_
 };
+
+#if SPMD_TORCH2
+// The one Work torch 2.x's endCoalescing returns for a batch: complete when every work of the
+// batch is; wait() waits for each (and so settles each: results copied, futures completed).
+class BatchWork : public c10d::Work {
+ public:
+  BatchWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works);
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  void synchronize() override {}
+  bool wait(std::chrono::milliseconds timeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+};
+#endif
 
 }  // namespace spmd::torch_dist

@@ -18,9 +18,10 @@ export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 g++ "$src/main.cpp" -o "$tmp/pc_consumer" $(pkg-config --cflags --libs spmd)
 "$tmp/pc_consumer"
 # The Python module lands in the prefix's site-packages and registers the backend from there.
-module=$(find "$tmp/prefix" -name 'spmd_torch*.so' | head -1)
-if [ -n "$module" ]; then
-  PYTHONPATH=$(dirname "$module") /usr/bin/python3 -c \
+package=$(find "$tmp/prefix" -path '*/spmd_torch/__init__.py' | head -1)
+if [ -d "$build/python/spmd_torch" ] && [ -z "$package" ]; then echo "install_consumer: spmd_torch was built but not installed"; exit 1; fi
+if [ -n "$package" ]; then
+  PYTHONPATH=$(dirname "$(dirname "$package")") /usr/bin/python3 -c \
     "import spmd_torch, torch.distributed as d; assert d.Backend('spmd') == 'spmd'; print('spmd_torch', spmd_torch.__version__, 'imports from', spmd_torch.__file__)"
 fi
 echo "install_consumer: find_package (LibTorch adapter: $torch) and pkg-config consumers built and ran"

@@ -13,7 +13,7 @@ build=$(cd "${1:-build}" && pwd)
 out=${2:-$build/torch_suite}
 python=${PYTHON:-/usr/bin/python3}
 mkdir -p "$out/module"
-cp "$build"/python/spmd_torch*.so "$out/module/" || { echo "run_all.sh: build target spmd_torch_python first" >&2; exit 1; }
+cp -r "$build"/python/spmd_torch "$out/module/" || { echo "run_all.sh: build target spmd_torch_python first" >&2; exit 1; }
 for size in ${SIZES:-2 3}; do
   for backend in ${BACKENDS:-gloo spmd}; do
     name="$backend-$size"
