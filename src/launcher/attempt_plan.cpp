@@ -1,5 +1,7 @@
 #include "launcher/attempt_plan.hpp"
 
+#include "launcher/python_probe.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -15,18 +17,26 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string python_executable() {
-  for (const char* name : {"SPMD_PYTHON", "PYTHON_EXEC"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return v;
-  }
-  return "python3";
-}
 }  // namespace
 
 bool runs_python(const Options& o) { return o.module || o.run_path || (!o.no_python && ends_with(o.program, ".py")); }
 
 std::string worker_python(const Options& o) { return runs_python(o) ? python_executable() : ""; }
+
+bool torch_may_share_agent_store(const Options& o) {
+  const char* no_shared_store = std::getenv("TORCH_DISABLE_SHARE_RDZV_TCP_STORE");
+  if (no_shared_store != nullptr && std::string(no_shared_store) == "1") return false;
+  if (!runs_python(o)) return true;
+  // torch 2.x's env:// client of an agent store asks for libuv whatever USE_LIBUV says, and a
+  // torch built without it (Debian 13's 2.6) refuses: with torch 2.x, rank 0 hosts torch's
+  // store (a plain TCPStore, which every build has) unless USE_LIBUV=1 says this torch has
+  // libuv. torch 1.13 always shares the agent store (its clients retry a refused connection
+  // only after a second, so a store of rank 0's costs ~1 s at start-up).
+  const char* libuv = std::getenv("USE_LIBUV");
+  if (libuv != nullptr && std::string(libuv) == "1") return true;
+  std::optional<int> major = torch_major_version(python_executable());
+  return !major || *major < 2;
+}
 
 std::vector<std::string> worker_command(const Options& o) {
   std::vector<std::string> argv;
@@ -82,10 +92,8 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
   // TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is torchrun 2.x's switch for the same (rank 0 hosts
   // torch's store): needed where torch has no libuv, as torch 2.x's client of an agent store
   // asks for libuv whatever USE_LIBUV says (rendezvous.py passes it only to rank 0's store).
-  const char* no_shared_store = std::getenv("TORCH_DISABLE_SHARE_RDZV_TCP_STORE");
   const bool agent_store = !plan.store_addr.empty() && o.rdzv_backend != RdzvBackend::C10d &&
-                           std::getenv("SPMD_STORE_TOKEN") == nullptr &&
-                           !(no_shared_store != nullptr && std::string(no_shared_store) == "1");
+                           std::getenv("SPMD_STORE_TOKEN") == nullptr && torch_may_share_agent_store(o);
   std::map<std::string, std::string> set{
       {"LOCAL_RANK", std::to_string(e.local_rank)},
       {"RANK", std::to_string(e.global_rank)},

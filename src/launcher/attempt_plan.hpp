@@ -26,10 +26,15 @@ struct AttemptPlan {
 };
 
 // The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,
-// else torchrun's PYTHON_EXEC, else python3 from PATH — with -u; anything else runs directly.
+// else torchrun's PYTHON_EXEC, else the python3 beside spmdrun (a venv's), else python3 from
+// PATH (python_probe.hpp) — with -u; anything else runs directly.
 std::vector<std::string> worker_command(const Options& options);
 // The Python that runs the workers ("" when the program is not run under Python).
 std::string worker_python(const Options& options);
+// Whether torch workers may use the launcher's store as their agent store
+// (TORCHELASTIC_USE_AGENT_STORE=True): not with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1, and not
+// for torch 2.x unless USE_LIBUV=1 (its client of an agent store needs libuv).
+bool torch_may_share_agent_store(const Options& options);
 
 // The complete environment of one worker: the launcher's own environment with the launch
 // variables set (replacing any inherited values), TORCHELASTIC_ERROR_FILE=error_file when one

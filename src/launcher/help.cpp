@@ -9,8 +9,9 @@ std::string help_text() {
 Starts PROGRAM as the processes of one SPMD job on this node (torchrun's contract: the same
 flags and the same worker variables, natively). Every flag also has torchrun's underscore
 spelling (--nproc_per_node) and takes its default from PET_<NAME> (PET_NPROC_PER_NODE=4).
-A PROGRAM ending in .py runs under Python (SPMD_PYTHON, else PYTHON_EXEC, else python3 from
-PATH, with -u); anything else is executed directly.
+A PROGRAM ending in .py runs under Python (SPMD_PYTHON, else PYTHON_EXEC, else the python3
+beside spmdrun — a venv's, after pip install — else python3 from PATH, with -u); anything
+else is executed directly.
 
 Nodes and processes:
   --nnodes N|MIN:MAX        nodes in the job (default 1); a range needs --rdzv-backend c10d
@@ -95,9 +96,11 @@ Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_
   NCCL_ASYNC_ERROR_HANDLING=1 and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torchrun 1.13's and
   2.x's), USE_LIBUV=0 (torch 2.x's TCPStores without libuv, which Debian 13's torch lacks),
   and OMP_NUM_THREADS=1 when more than one process runs per node.
-  TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torchrun 2.x's switch) makes torch's rank 0 host its
-  own store at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=False) instead of using spmdrun's:
-  needed by a torch 2.x built without libuv, whose client of spmdrun's store asks for libuv.
+  Workers of torch 1.13 use spmdrun's store as torch's (TORCHELASTIC_USE_AGENT_STORE=True).
+  With torch 2.x (read from its version.py, without importing it) torch's rank 0 hosts its own
+  store at MASTER_PORT instead, as a torch 2.x built without libuv needs (its client of an
+  agent store asks for libuv); USE_LIBUV=1 says this torch has libuv and keeps spmdrun's.
+  TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torchrun 2.x's switch) gives rank 0's store always.
   With TORCHELASTIC_ERROR_FILE set for spmdrun itself, a failed job's root cause is written
   there (as torchrun does).
 
