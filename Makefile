@@ -5,7 +5,7 @@ TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast sanitize bench clean
+.PHONY: all deps build demo test test-fast torch2 sanitize bench clean
 
 all: build
 
@@ -22,10 +22,17 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	bash scripts/demo.sh $(BUILD)
 
-# Everything: the full suite, then the store/transport tests under ASan+UBSan and TSan.
+# Everything: the full suite, the torch 2.x checks in a Debian 13 root, then the
+# store/transport tests under ASan+UBSan and TSan.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	$(MAKE) torch2
 	$(MAKE) sanitize
+
+# torch 2.6 (Debian 13's) in a debootstrap root: pip install ./python into a venv there, then
+# the backend, launcher and store checks with torch 2.x (tests/torch2/run.sh).
+torch2:
+	bash tests/torch2/run.sh
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
@@ -39,4 +46,4 @@ bench: build
 	bash bench/run_all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-torch2

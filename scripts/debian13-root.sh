@@ -52,7 +52,8 @@ run_inside() {
   mount --make-rslave "$root/dev"
   mount_one "$root/dev/shm" -t tmpfs -o mode=1777 shm
   mount_one "$root$src" --bind "$src"
-  cp -f /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  # The host's names (spmdrun's c10d rendezvous advertises this host by name).
+  cp -f /etc/resolv.conf /etc/hosts "$root/etc/" 2>/dev/null || true
   local rc=0
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" ${CI:+CI=$CI} \

@@ -13,6 +13,8 @@ import torch.distributed as dist
 
 import spmd_torch  # noqa: F401  (registers the backend)
 
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
 FAILURES = []
 
 
@@ -44,8 +46,10 @@ def init(method, rank, world):
         # As under torchrun, MASTER_PORT may be the launcher's own store
         # (TORCHELASTIC_USE_AGENT_STORE=True): then every rank is a client of it.
         agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        # torch 2.x clients default to libuv, which builds without it (Debian's) refuse.
+        libuv = {"use_libuv": False} if "use_libuv" in dist.TCPStore.__init__.__doc__ else {}
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
-                              rank == 0 and not agent_store, timeout=timeout)
+                              rank == 0 and not agent_store, timeout=timeout, **libuv)
         dist.init_process_group("spmd", store=store, rank=rank, world_size=world, timeout=timeout)
     else:
         sys.exit(f"unknown --init {method}")
@@ -191,7 +195,8 @@ def test_reduce_scatter_all_to_all(rank, world):
     check("reduce_scatter_tensor AVG", out, sum(values(q, 4, torch.float64) + rank for q in range(world)) / world,
           approx=True)
     t = values(rank, dtype=torch.float64)
-    dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum([torch.tensor([3.0], dtype=torch.float64)]))
+    factor = torch.tensor([3.0], dtype=torch.float64)  # torch 1.13 takes a list (one per GPU), 2.x one tensor
+    dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum(factor if TORCH2 else [factor]))
     if rank == 0:
         check("reduce PREMUL_SUM (tensor factor)", t, sum(3 * values(q, dtype=torch.float64) for q in range(world)))
     big = torch.cat([values(rank, 4, torch.int64) * (r + 1) for r in range(world)])
