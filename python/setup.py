@@ -62,10 +62,13 @@ class CMakeBuild(build_ext):
 
 setup(
     version=project_version(),
+    # setuptools' own scratch files go to the build folder too, not into the source tree.
+    options={"build": {"build_base": str(BUILD / "setuptools")}, "egg_info": {"egg_base": str(BUILD)}},
     packages=["spmd_torch"],
     ext_modules=[Extension("spmd_torch._C", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     # The launcher, into the environment's bin/ (beside the python3 it runs scripts with).
-    data_files=[("bin", [str(BUILD / "bin" / "spmdrun")])],
+    # (A path relative to this folder: older setuptools refuse absolute ones.)
+    data_files=[("bin", [os.path.relpath(BUILD / "bin" / "spmdrun", HERE)])],
     zip_safe=False,
 )
