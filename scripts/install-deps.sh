@@ -13,7 +13,7 @@ core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchma
 tests=(clang libfuzzer-14-dev iproute2 procps python3-torch libtorch-dev libgloo-dev pybind11-dev python3-dev)
 # `pip install ./python` into a venv (python3-venv; setuptools and wheel build it without
 # network), and debootstrap for the Debian 13 root with torch 2.6 (scripts/debian13-root.sh).
-tests+=(python3-venv python3-setuptools python3-wheel debootstrap bc)
+tests+=(python3-venv python3-setuptools python3-wheel debootstrap)
 # The emulated cluster (tests/multinode): ping to check its links, a real ssh for head-node
 # mode, Slurm's controller, node daemon and srun/sbatch (AuthType=auth/none: no munge needed).
 tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client)

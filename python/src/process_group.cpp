@@ -44,8 +44,15 @@ std::shared_ptr<spmd::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::St
 
 }  // namespace
 
-c10::TypePtr tensor_list_type() { return c10::ListType::create(c10::TensorType::get()); }
-c10::TypePtr tensor_lists_type() { return c10::ListType::create(tensor_list_type()); }
+// Made once: a type per call would be an allocation on every operation's path.
+c10::TypePtr tensor_list_type() {
+  static const c10::TypePtr type = c10::ListType::create(c10::TensorType::get());
+  return type;
+}
+c10::TypePtr tensor_lists_type() {
+  static const c10::TypePtr type = c10::ListType::create(tensor_list_type());
+  return type;
+}
 
 SpmdWork::Spec work_spec(c10d::OpType type, const char* title, const std::vector<at::Tensor>& inputs,
                          c10::IValue result, c10::TypePtr result_type, std::function<void()> finish) {

@@ -17,7 +17,7 @@ echo "$out" | grep -q "rank 1 has not entered all_reduce" ||
 echo "$out" | grep -q "second all_reduce finished" && { echo "hang.sh: a rank finished the hung call"; exit 1; }
 stall=$(echo "$out" | sed -n 's/.*hang: rank 1 stalls at \([0-9.]*\).*/\1/p' | head -1)
 [ -n "$stall" ] || { echo "hang.sh: rank 1 never reached the stall"; exit 1; }
-secs=$(echo "$end - $stall" | bc 2>/dev/null || "$python" -c "print(round($end - $stall, 1))")
+secs=$("$python" -c "print(round($end - $stall, 1))")
 echo "hang.sh: the hung torch job was reported and stopped ${secs} s after rank 1 stalled (--hang-timeout 5)"
 "$python" -c "import sys; sys.exit(0 if $end - $stall < 60 else 1)" ||
   { echo "hang.sh: took longer than 60 s"; exit 1; }
