@@ -162,13 +162,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce_coalesced(std::vector
   Reduction r = reduction_for(joined, opts.reduceOp, what);
   at::Tensor buffer = is_premul(opts.reduceOp) ? premultiplied(joined, opts.reduceOp) : joined;
   Work op = group_->all_reduce_async(TensorView(buffer.data_ptr(), r.wire.count, r.wire.dtype), r.op);
-  auto finish = [tensors, buffer] {
-    int64_t offset = 0;
-    for (const at::Tensor& t : tensors) {
-      t.copy_(buffer.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  };
+  auto finish = [tensors, buffer] { copy_slices_into(buffer, tensors); };
   return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE_COALESCED, "spmd:all_reduce", tensors,
                                        tensors, std::move(finish)));
 }

@@ -75,13 +75,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce_scatter_tensor_coalesced
   Staged in = staged_for_reduction(packed_in, opts.reduceOp, Staged::Input);
   Work op = group_->reduce_scatter_from_async(TensorView(packed_out.data_ptr(), r_out.wire.count, r_out.wire.dtype),
                                               in.view(r_in.wire), r_out.op);
-  auto finish = [outputs, packed_out, in] {
-    int64_t offset = 0;
-    for (const at::Tensor& t : outputs) {
-      t.copy_(packed_out.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  };
+  auto finish = [outputs, packed_out, in] { copy_slices_into(packed_out, outputs); };
   return launch(std::move(op), work_spec(c10d::OpType::COALESCED, "spmd:reduce_scatter_tensor_coalesced", inputs,
                                        outputs, std::move(finish)));
 }

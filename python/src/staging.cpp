@@ -127,6 +127,14 @@ at::Tensor premultiplied(const at::Tensor& t, const c10d::ReduceOp& op) {
   return t.mul(f.to(at::kCPU)).contiguous();
 }
 
+void copy_slices_into(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
+  int64_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
 bool is_premul(const c10d::ReduceOp& op) {
   return static_cast<c10d::ReduceOp::RedOpType>(op) == c10d::ReduceOp::PREMUL_SUM;
 }

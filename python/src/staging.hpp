@@ -61,6 +61,10 @@ class Staged {
 // a pre-scaled copy.
 Staged staged_for_reduction(const at::Tensor& t, const c10d::ReduceOp& op, Staged::Use use);
 
+// The coalesced forms' results: `flat` holds the tensors' elements end to end (same dtype);
+// each tensor takes its slice.
+void copy_slices_into(const at::Tensor& flat, const std::vector<at::Tensor>& tensors);
+
 // Checks common to every tensor argument: defined, CPU, strided (dense). Raises
 // spmd::Error(InvalidArgument) naming the call and the argument.
 void check_tensor(const at::Tensor& t, const std::string& what, const std::string& name);
