@@ -36,9 +36,23 @@ bool claims_launcher_world(int rank, int size) {
   return world_on_launcher.compare_exchange_strong(expected, true);
 }
 
+// One trace file per rank (SPMD_TRACE, spmdrun --trace): torch's groups are worlds of their own
+// that would all write that file, so one live group writes it — the job's world under spmdrun,
+// else the first group made; the other groups' calls are left out of the trace.
+std::atomic<bool> trace_claimed{false};
+
+bool claims_trace(bool launcher_world) {
+  if (launcher_world) return true;
+  if (env::get("SPMD_STORE_ADDR")) return false;
+  bool expected = false;
+  return trace_claimed.compare_exchange_strong(expected, true);
+}
+
 std::shared_ptr<spmd::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                               std::chrono::milliseconds timeout, bool launcher_world) {
+                                               std::chrono::milliseconds timeout, bool launcher_world,
+                                               bool writes_trace) {
   if (launcher_world) observe::next_world_uses_launcher_store();
+  if (!writes_trace) observe::next_world_without_trace();
   return spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, GroupOptions{timeout});
 }
 
@@ -75,7 +89,8 @@ ProcessGroupSpmd::ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store,
                                    std::chrono::milliseconds timeout)
     : BackendBase(rank, size),
       launcher_world_(claims_launcher_world(rank, size)),
-      group_(make_group(store, rank, size, timeout, launcher_world_)),
+      writes_trace_(claims_trace(launcher_world_)),
+      group_(make_group(store, rank, size, timeout, launcher_world_, writes_trace_)),
       callbacks_(std::make_shared<CallbackPool>()),
       settler_(std::make_unique<Settler>()) {
   init();
@@ -99,7 +114,10 @@ void ProcessGroupSpmd::release_resources() {
   if (launcher_world_) {
     launcher_world_ = false;
     world_on_launcher.store(false);
+  } else if (writes_trace_) {
+    trace_claimed.store(false);
   }
+  writes_trace_ = false;
 }
 
 void ProcessGroupSpmd::stop_threads() {

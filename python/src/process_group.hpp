@@ -111,6 +111,7 @@ class ProcessGroupSpmd : public BackendBase {
   int spmd_rank(int64_t group_rank, const char* role, const std::string& what) const;
 
   bool launcher_world_;  // this group's observer speaks for the rank on spmdrun's store
+  bool writes_trace_;    // this group's calls go into the rank's trace file (SPMD_TRACE)
   std::shared_ptr<spmd::ProcessGroup> group_;
   std::shared_ptr<CallbackPool> callbacks_;
   std::unique_ptr<Settler> settler_;

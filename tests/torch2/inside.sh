@@ -63,6 +63,7 @@ check ddp_elastic_example with_py sh "$tb/ddp_elastic_example.sh" "$spmdrun" - "
 check parity_ws2 with_py sh "$tb/parity.sh" "$spmdrun" - 2
 check parity_ws4_cpu_spmd with_py sh "$tb/parity.sh" "$spmdrun" - 4 "cpu:spmd,cuda:gloo"
 check hang_watch with_py sh "$tb/hang.sh" "$spmdrun" -
+check trace with_py sh "$tb/trace.sh" "$spmdrun" -
 # PyTorch 2.6's own suite, the selection the 1.13 build runs, at world sizes 2 and 3. Left out:
 # test_ddp_logging_data_cpu (torch 2.x's DDP logger names every plugin backend "custom", so
 # it fails for any backend registered with register_backend), and selection_ws3.txt's group

@@ -31,6 +31,7 @@ constexpr size_t kNoRecordsWithoutTrace = 0;
 constexpr size_t kTraceOnlyRecords = 64;          // SPMD_FLIGHT_RECORDER=0 with SPMD_TRACE set
 
 std::atomic<bool> g_next_world_on_launcher_store{false};
+std::atomic<bool> g_next_world_without_trace{false};
 
 std::string host_name() {
   char buf[256] = {};
@@ -69,6 +70,7 @@ std::shared_ptr<Store> connect_launcher_store() {
 }  // namespace
 
 void next_world_uses_launcher_store() { g_next_world_on_launcher_store.store(true); }
+void next_world_without_trace() { g_next_world_without_trace.store(true); }
 
 std::shared_ptr<Observer> Observer::create(std::shared_ptr<Store> store, int rank, int world_size) {
   auto o = std::make_shared<Observer>(std::move(store), rank, world_size);
@@ -83,7 +85,7 @@ Observer::Observer(std::shared_ptr<Store> store, int rank, int world_size)
       heartbeat_(env::get("SPMD_HEARTBEAT").value_or("0") != "0"),
       capacity_(recorder_capacity()),
       host_(host_name()),
-      trace_(TraceWriter::from_env(rank)) {
+      trace_(g_next_world_without_trace.exchange(false) ? nullptr : TraceWriter::from_env(rank)) {
   if (g_next_world_on_launcher_store.exchange(false)) {
     try {
       own_store_ = connect_launcher_store();

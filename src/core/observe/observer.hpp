@@ -80,5 +80,8 @@ class Observer {
 // that world's observer then talks to the store over a connection of its own, so a long
 // store wait of the program (new_group waiting for a slow rank) never holds up heartbeats.
 void next_world_uses_launcher_store();
+// The next world's observer writes no trace (SPMD_TRACE): a process whose other world writes
+// it to the same per-rank file (torch's groups are each a world of their own) calls this.
+void next_world_without_trace();
 
 }  // namespace spmd::observe
