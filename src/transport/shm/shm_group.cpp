@@ -233,8 +233,11 @@ void ShmGroup::check_health(const OpContext& op, const Erased& what) const {
 
 void ShmGroup::check_peers_alive(const OpContext& op, const Erased& what) const {
   auto awaited = [&](int q) { return q != me_ && what.awaited(what.awaited_ctx, q); };
+  // `left` first: a peer sets it after everything it did in its last call, so once it is seen
+  // (acquire) the awaited test reads what the peer posted before leaving. Tested the other way
+  // round, a peer that posted and left between the two reads was blamed for leaving early.
   for (int q = 0; q < size(); ++q)
-    if (awaited(q) && seg_.lines(q).left.load(std::memory_order_acquire))
+    if (seg_.lines(q).left.load(std::memory_order_acquire) && awaited(q))
       raise(ErrorKind::PeerLost, where(op) + ": rank " + std::to_string(global(q)) +
                                      " left the group (it destroyed its process group or finished early)");
   std::vector<pollfd> fds;
