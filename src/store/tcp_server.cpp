@@ -1,5 +1,6 @@
-// TcpStoreServer: one thread, one epoll set, non-blocking sockets (DESIGN.md §4). It only
-// moves bytes: what each connection says, may read, owes and costs is ServerCore's business.
+// TcpStoreServer: one thread, one epoll set, non-blocking sockets (docs/store.md). It only
+// moves bytes: what each connection says, may read, owes and costs is ServerCore's business;
+// its settings come from server_config.cpp.
 //
 // Requests of one connection are answered in order: while one is parked (get/wait on a
 // missing key) the connection is not read further, so a pipelining client still sees ordered
@@ -12,7 +13,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -29,6 +29,7 @@
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "store/net.hpp"
+#include "store/server_config.hpp"
 #include "store/server_core.hpp"
 
 namespace spmd {
@@ -41,77 +42,10 @@ namespace {
 constexpr uint64_t kListenTag = 0;
 constexpr uint64_t kWakeTag = 1;
 constexpr ConnId kFirstConn = 2;
-constexpr size_t kDefaultMaxConnections = 16384;
-constexpr size_t kReservedFds = 64;  // for everything else the process opens
 // A connection the server closes is first half-closed, and what the client still sends is
 // read and dropped for at most this long: closing with unread input would reset the
 // connection, which can destroy the last answer (the reason it is closed) before it is read.
 constexpr auto kDrainTime = std::chrono::seconds(2);
-
-// The soft open-files limit raised to the hard one, once per process: a store server's
-// connections are its descriptors. Returns the limit now in force.
-size_t raise_open_files_limit() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
-    rlimit want = rl;
-    want.rlim_cur = std::min<rlim_t>(rl.rlim_max, rlim_t(1) << 20);
-    if (want.rlim_cur > rl.rlim_cur) ::setrlimit(RLIMIT_NOFILE, &want);
-  });
-  rlimit rl{};
-  ::getrlimit(RLIMIT_NOFILE, &rl);
-  return static_cast<size_t>(std::min<rlim_t>(rl.rlim_cur, rlim_t(1) << 20));
-}
-
-// "512M", "2G", "1048576": bytes, with an optional binary K/M/G suffix.
-size_t parse_bytes(const char* name, const std::string& text) {
-  std::string digits = text;
-  size_t unit = 1;
-  char last = text.empty() ? '\0' : static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'K' || last == 'M' || last == 'G') {
-    unit = last == 'K' ? size_t(1) << 10 : last == 'M' ? size_t(1) << 20 : size_t(1) << 30;
-    digits.pop_back();
-  }
-  int64_t n = env::parse_int(name, digits);
-  if (n <= 0)
-    raise(ErrorKind::InvalidArgument, std::string(name) + "=" + text +
-                                          " is not a positive size; give bytes, or e.g. 512M or 2G");
-  return static_cast<size_t>(n) * unit;
-}
-
-std::chrono::milliseconds env_seconds(const char* name, std::chrono::milliseconds fallback) {
-  auto s = env::get_seconds(name);
-  return s ? std::chrono::milliseconds(static_cast<int64_t>(*s * 1000)) : fallback;
-}
-
-store::ServerConfig config_of(TcpStoreServerOptions& o, const std::string& where) {
-  store::ServerConfig c;
-  c.limits.max_key_bytes = o.max_key_bytes;
-  c.limits.max_value_bytes = o.max_value_bytes;
-  c.token = o.token;
-  c.where = where;
-  if (o.max_memory_bytes) {
-    c.max_memory_bytes = *o.max_memory_bytes;
-  } else if (auto v = env::get("SPMD_STORE_MAX_MEMORY")) {
-    c.max_memory_bytes = parse_bytes("SPMD_STORE_MAX_MEMORY", *v);
-  }
-  size_t fds = raise_open_files_limit();
-  size_t fd_room = fds > 2 * kReservedFds ? fds - kReservedFds : kReservedFds;
-  if (o.max_connections) {
-    c.max_connections = *o.max_connections;
-  } else if (auto v = env::get_int("SPMD_STORE_MAX_CONNECTIONS")) {
-    c.max_connections = static_cast<size_t>(std::max<int64_t>(*v, 1));
-  } else {
-    c.max_connections = std::min(kDefaultMaxConnections, fd_room);
-  }
-  c.idle_timeout = o.idle_timeout ? *o.idle_timeout : env_seconds("SPMD_STORE_IDLE_TIMEOUT", c.idle_timeout);
-  // Clients probe a connection that sat idle for a fraction of a second before using it
-  // again; a shorter server timeout could race with them.
-  if (c.idle_timeout.count() > 0) c.idle_timeout = std::max(c.idle_timeout, std::chrono::milliseconds(1000));
-  c.auth_timeout = o.auth_timeout ? *o.auth_timeout : env_seconds("SPMD_STORE_AUTH_TIMEOUT", c.auth_timeout);
-  return c;
-}
 
 std::string peer_name(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -155,7 +89,7 @@ struct TcpStoreServer::Impl {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
     listen_fd = net::listen_tcp(opts.host, opts.port, SOMAXCONN);
     port = net::local_port(listen_fd.get());
-    store::ServerConfig config = config_of(opts, net::endpoint(opts.host, port));
+    store::ServerConfig config = store::server_config(opts, net::endpoint(opts.host, port));
     config.io_pending = [this](ConnId id) { return io_pending(id); };
     core = std::make_unique<store::ServerCore>(std::move(config));
     memory_limit = core->memory().limit();

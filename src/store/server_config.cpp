@@ -1,0 +1,88 @@
+// The store server's settings: its options, else SPMD_STORE_* from the environment, else
+// defaults; and the process's open-files limit raised, since connections are descriptors.
+#include "store/server_config.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+#include "common/env.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::store {
+
+namespace {
+
+constexpr size_t kDefaultMaxConnections = 16384;
+constexpr size_t kReservedFds = 64;  // for everything else the process opens
+
+// The soft open-files limit raised to the hard one, once per process: a store server's
+// connections are its descriptors. Returns the limit now in force.
+size_t raise_open_files_limit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rlimit want = rl;
+    want.rlim_cur = std::min<rlim_t>(rl.rlim_max, rlim_t(1) << 20);
+    if (want.rlim_cur > rl.rlim_cur) ::setrlimit(RLIMIT_NOFILE, &want);
+  });
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  return static_cast<size_t>(std::min<rlim_t>(rl.rlim_cur, rlim_t(1) << 20));
+}
+
+// "512M", "2G", "1048576": bytes, with an optional binary K/M/G suffix.
+size_t parse_bytes(const char* name, const std::string& text) {
+  std::string digits = text;
+  size_t unit = 1;
+  char last = text.empty() ? '\0' : static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    unit = last == 'K' ? size_t(1) << 10 : last == 'M' ? size_t(1) << 20 : size_t(1) << 30;
+    digits.pop_back();
+  }
+  int64_t n = env::parse_int(name, digits);
+  if (n <= 0)
+    raise(ErrorKind::InvalidArgument, std::string(name) + "=" + text +
+                                          " is not a positive size; give bytes, or e.g. 512M or 2G");
+  return static_cast<size_t>(n) * unit;
+}
+
+std::chrono::milliseconds env_seconds(const char* name, std::chrono::milliseconds fallback) {
+  auto s = env::get_seconds(name);
+  return s ? std::chrono::milliseconds(static_cast<int64_t>(*s * 1000)) : fallback;
+}
+
+}  // namespace
+
+ServerConfig server_config(const TcpStoreServerOptions& o, const std::string& where) {
+  ServerConfig c;
+  c.limits.max_key_bytes = o.max_key_bytes;
+  c.limits.max_value_bytes = o.max_value_bytes;
+  c.token = o.token;
+  c.where = where;
+  if (o.max_memory_bytes) {
+    c.max_memory_bytes = *o.max_memory_bytes;
+  } else if (auto v = env::get("SPMD_STORE_MAX_MEMORY")) {
+    c.max_memory_bytes = parse_bytes("SPMD_STORE_MAX_MEMORY", *v);
+  }
+  size_t fds = raise_open_files_limit();
+  size_t fd_room = fds > 2 * kReservedFds ? fds - kReservedFds : kReservedFds;
+  if (o.max_connections) {
+    c.max_connections = *o.max_connections;
+  } else if (auto v = env::get_int("SPMD_STORE_MAX_CONNECTIONS")) {
+    c.max_connections = static_cast<size_t>(std::max<int64_t>(*v, 1));
+  } else {
+    c.max_connections = std::min(kDefaultMaxConnections, fd_room);
+  }
+  c.idle_timeout = o.idle_timeout ? *o.idle_timeout : env_seconds("SPMD_STORE_IDLE_TIMEOUT", c.idle_timeout);
+  // Clients probe a connection that sat idle for a fraction of a second before using it
+  // again; a shorter server timeout could race with them.
+  if (c.idle_timeout.count() > 0) c.idle_timeout = std::max(c.idle_timeout, std::chrono::milliseconds(1000));
+  c.auth_timeout = o.auth_timeout ? *o.auth_timeout : env_seconds("SPMD_STORE_AUTH_TIMEOUT", c.auth_timeout);
+  return c;
+}
+
+}  // namespace spmd::store
