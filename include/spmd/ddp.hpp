@@ -1,5 +1,5 @@
 // Data-parallel training: the Reducer averages gradients across the ranks of a group while
-// backward is still running (DESIGN.md §7). It knows nothing about any framework: it is given
+// backward is still running (docs/ddp.md). It knows nothing about any framework: it is given
 // each parameter's buffer and gradient buffer (TensorViews, in registration order), and the
 // framework's backward tells it when each gradient is final (mark_ready).
 //

@@ -1,4 +1,4 @@
-// ProcessGroup: the world and its subgroups, and every collective on them (DESIGN.md §3).
+// ProcessGroup: the world and its subgroups, and every collective on them (docs/collectives.md).
 // Roots, destinations and sources are GLOBAL ranks, as in torch.distributed. Operations of
 // one group run in issue order on the group's queue; the sync forms are `*_async(...).wait()`.
 #pragma once

@@ -1,4 +1,4 @@
-// The key-value Store: the rendezvous every job starts with (DESIGN.md §4).
+// The key-value Store: the rendezvous every job starts with (docs/store.md).
 // Values are bytes. Every blocking call has a deadline: the store's timeout unless given one;
 // a timeout raises Error(Timeout) naming the keys still missing.
 #pragma once

@@ -1,4 +1,4 @@
-// spmdrun: the per-node launcher (DESIGN.md §6). torchrun's contract, natively.
+// spmdrun: the per-node launcher (docs/launcher.md). torchrun's contract, natively.
 #include <cstdio>
 #include <cstdlib>
 #include <map>

@@ -1,6 +1,6 @@
 // The rank table: which (node rank, local rank) gets which global rank. Nodes may run
 // different numbers of processes: a node's first global rank is the sum of the counts of
-// the nodes below it (DESIGN.md §1).
+// the nodes below it (docs/launcher.md).
 #pragma once
 
 #include <string>
