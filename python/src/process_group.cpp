@@ -23,6 +23,12 @@ std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
 // Whether a live group of this process is the job's world as spmdrun sees it.
 std::atomic<bool> world_on_launcher{false};
 
+// Takes `flag` for the calling group if no live group holds it.
+bool claim(std::atomic<bool>& flag) {
+  bool expected = false;
+  return flag.compare_exchange_strong(expected, true);
+}
+
 // Under spmdrun (SPMD_STORE_ADDR), torch's default group is the job's world: its observer
 // publishes heartbeats and answers requests for flight records on the launcher's store, where
 // spmdrun's hang watch, trace merge and failure report look (as spmd::init()'s world does).
@@ -32,8 +38,7 @@ bool claims_launcher_world(int rank, int size) {
   auto env_rank = env::get("RANK"), env_size = env::get("WORLD_SIZE");
   if (!env::get("SPMD_STORE_ADDR") || !env_rank || !env_size) return false;
   if (*env_rank != std::to_string(rank) || *env_size != std::to_string(size)) return false;
-  bool expected = false;
-  return world_on_launcher.compare_exchange_strong(expected, true);
+  return claim(world_on_launcher);
 }
 
 // One trace file per rank (SPMD_TRACE, spmdrun --trace): torch's groups are worlds of their own
@@ -43,9 +48,7 @@ std::atomic<bool> trace_claimed{false};
 
 bool claims_trace(bool launcher_world) {
   if (launcher_world) return true;
-  if (env::get("SPMD_STORE_ADDR")) return false;
-  bool expected = false;
-  return trace_claimed.compare_exchange_strong(expected, true);
+  return !env::get("SPMD_STORE_ADDR") && claim(trace_claimed);
 }
 
 std::shared_ptr<spmd::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
