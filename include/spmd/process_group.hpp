@@ -26,6 +26,13 @@ struct GroupOptions {
   // Float reductions in a fixed order by rank, so results do not depend on the algorithm,
   // timing or transport (SPMD_DETERMINISTIC=1 sets it for every group).
   bool deterministic = false;
+  // When the group's worker thread starts an asynchronous operation (a *_async call). 0: at
+  // once. Otherwise the operation is left to the thread that waits for it, which runs it
+  // itself — no thread is woken, the point for callers that wait right after issuing, as
+  // torch.distributed's blocking calls do — and the worker starts it once it has waited one to
+  // two of these periods, or at once on Work::start() or when the next operation is issued
+  // first. While such operations come, the worker wakes once a period.
+  std::chrono::microseconds lazy_start{0};
 };
 
 // One element of batch_isend_irecv.

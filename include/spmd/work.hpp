@@ -33,6 +33,9 @@ class Work {
   // thread that wait()s for it): for a thread that only watches operations finish, such as a
   // completion-callback thread, so that it does not take work from the threads that use it.
   void wait_without_running();
+  // Has the group's worker start the operation now if it was left for its waiter
+  // (GroupOptions::lazy_start); nothing for one that started or finished.
+  void start();
   // Blocks until the operation finished on its device too (the same as wait() for CPU
   // buffers); raises its error, or Error(Timeout) after `timeout`.
   void synchronize(std::optional<std::chrono::milliseconds> timeout = std::nullopt);

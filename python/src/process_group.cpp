@@ -20,6 +20,10 @@ namespace {
 std::mutex groups_mutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSpmd>> groups;
 
+// How long an operation nobody waits for stays queued before the group's worker starts it
+// (one to two of these; GroupOptions::lazy_start).
+constexpr std::chrono::microseconds kLazyStart{1000};
+
 // Whether a live group of this process is the job's world as spmdrun sees it.
 std::atomic<bool> world_on_launcher{false};
 
@@ -56,7 +60,12 @@ std::shared_ptr<spmd::ProcessGroup> make_group(const c10::intrusive_ptr<c10d::St
                                                bool writes_trace) {
   if (launcher_world) observe::next_world_uses_launcher_store();
   if (!writes_trace) observe::next_world_without_trace();
-  return spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, GroupOptions{timeout});
+  GroupOptions options;
+  options.timeout = timeout;
+  // torch's blocking calls wait right after issuing: the operation runs in their thread, with
+  // no thread woken (SpmdWork says what has the group start it sooner).
+  options.lazy_start = kLazyStart;
+  return spmd::ProcessGroup::create(std::make_shared<TorchStore>(store), rank, size, options);
 }
 
 }  // namespace
@@ -95,7 +104,7 @@ ProcessGroupSpmd::ProcessGroupSpmd(const c10::intrusive_ptr<c10d::Store>& store,
       writes_trace_(claims_trace(launcher_world_)),
       group_(make_group(store, rank, size, timeout, launcher_world_, writes_trace_)),
       callbacks_(std::make_shared<CallbackPool>()),
-      settler_(std::make_unique<Settler>()) {
+      settler_(std::make_shared<Settler>()) {
   init();
 }
 
@@ -140,8 +149,8 @@ void stop_all_group_threads() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::launch(Work op, SpmdWork::Spec spec) {
   if (!c10d::isP2POp(spec.type)) ++collectives_;
-  auto work = c10::make_intrusive<SpmdWork>(getRank(), std::move(op), std::move(spec), callbacks_);
-  settler_->add(work);
+  auto work = c10::make_intrusive<SpmdWork>(getRank(), std::move(op), std::move(spec), callbacks_, settler_);
+  settler_->add(work, work->needs_settling());
   return work;
 }
 
@@ -162,7 +171,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce(std::vector<at::Tenso
   Staged s = staged_for_reduction(t, opts.reduceOp, Staged::InOut);
   Work op = group_->all_reduce_async(s.view(r.wire), r.op);
   return launch(std::move(op), work_spec(c10d::OpType::ALLREDUCE, "spmd:all_reduce", tensors, tensors,
-                                       [s] { s.copy_back(); }));
+                                       s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -199,7 +208,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::reduce(std::vector<at::Tensor>&
   Staged s = staged_for_reduction(t, opts.reduceOp, getRank() == opts.rootRank ? Staged::InOut : Staged::Input);
   Work op = group_->reduce_async(s.view(r.wire), root, r.op);
   return launch(std::move(op),
-                work_spec(c10d::OpType::REDUCE, "spmd:reduce", tensors, tensors, [s] { s.copy_back(); }));
+                work_spec(c10d::OpType::REDUCE, "spmd:reduce", tensors, tensors, s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::broadcast(std::vector<at::Tensor>& tensors,
@@ -212,7 +221,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::broadcast(std::vector<at::Tenso
   Staged s(t, getRank() == opts.rootRank ? Staged::Input : Staged::Output);
   Work op = group_->broadcast_async(s.view(movement_wire(t)), root);
   return launch(std::move(op),
-                work_spec(c10d::OpType::BROADCAST, "spmd:broadcast", tensors, tensors, [s] { s.copy_back(); }));
+                work_spec(c10d::OpType::BROADCAST, "spmd:broadcast", tensors, tensors, s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::barrier(const c10d::BarrierOptions& /*opts*/) {
@@ -265,7 +274,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::send(std::vector<at::Tensor>& t
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Input);
   return point_to_point({P2POp::Send, s.view(movement_wire(t)), spmd_rank(dst, "destination", what), tag},
-                        work_spec(c10d::OpType::SEND, "spmd:send", tensors, tensors, [s] {}));
+                        work_spec(c10d::OpType::SEND, "spmd:send", tensors, tensors, s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
@@ -273,7 +282,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recv(std::vector<at::Tensor>& t
   const at::Tensor& t = single(tensors, what);
   Staged s(t, Staged::Output);
   return point_to_point({P2POp::Recv, s.view(movement_wire(t)), spmd_rank(src, "source", what), tag},
-                        work_spec(c10d::OpType::RECV, "spmd:recv", tensors, tensors, [s] { s.copy_back(); }));
+                        work_spec(c10d::OpType::RECV, "spmd:recv", tensors, tensors, s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
@@ -282,7 +291,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::recvAnysource(std::vector<at::T
   Staged s(t, Staged::Output);
   return point_to_point({P2POp::Recv, s.view(movement_wire(t)), -1, tag},
                         work_spec(c10d::OpType::RECVANYSOURCE, "spmd:recvAnySource", tensors, tensors,
-                                  [s] { s.copy_back(); }));
+                                  s.finisher()));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::point_to_point(P2POp op, SpmdWork::Spec spec) {
@@ -291,7 +300,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupSpmd::point_to_point(P2POp op, SpmdWo
     if (coalescing_) {
       if (op.kind == P2POp::Recv && op.peer == -1)
         raise(ErrorKind::InvalidArgument, "batch_isend_irecv: every receive needs a source rank");
-      auto work = c10::make_intrusive<SpmdWork>(getRank(), Work{}, std::move(spec), callbacks_);
+      auto work = c10::make_intrusive<SpmdWork>(getRank(), Work{}, std::move(spec), callbacks_, settler_);
       collected_.push_back({op, work});
       return work;
     }
@@ -321,7 +330,7 @@ std::vector<c10::intrusive_ptr<c10d::Work>> ProcessGroupSpmd::issue_collected() 
   std::vector<Work> issued = group_->batch_isend_irecv(ops);
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i].work->start(std::move(issued[i]));
-    settler_->add(batch[i].work);
+    settler_->add(batch[i].work, batch[i].work->needs_settling());
     works.push_back(batch[i].work);
   }
   return works;

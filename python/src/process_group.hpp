@@ -3,7 +3,7 @@
 // group (the world and every new_group) with the group's own prefixed store; each becomes an
 // spmd group of its own over that store, so group ranks and spmd ranks coincide.
 // Every operation is queued on spmd's group (asynchronously, in issue order) and returns an
-// SpmdWork; the group's Settler completes works and futures as operations finish.
+// SpmdWork, settled by the thread that waits for it or by the group's Settler.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -114,7 +114,7 @@ class ProcessGroupSpmd : public BackendBase {
   bool writes_trace_;    // this group's calls go into the rank's trace file (SPMD_TRACE)
   std::shared_ptr<spmd::ProcessGroup> group_;
   std::shared_ptr<CallbackPool> callbacks_;
-  std::unique_ptr<Settler> settler_;
+  std::shared_ptr<Settler> settler_;
   std::atomic<uint64_t> collectives_{0};
 
   struct Collected {

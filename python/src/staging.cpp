@@ -160,6 +160,11 @@ void Staged::copy_back() const {
   if (copy_back_) tensor_.copy_(buffer_);
 }
 
+std::function<void()> Staged::finisher() const {
+  if (buffer_.is_same(tensor_)) return {};
+  return [staged = *this] { staged.copy_back(); };
+}
+
 void check_tensor(const at::Tensor& t, const std::string& what, const std::string& name) {
   if (!t.defined()) raise(ErrorKind::InvalidArgument, what + ": " + name + " is an undefined tensor");
   if (!t.device().is_cpu())

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ class Staged {
   const at::Tensor& buffer() const { return buffer_; }
   TensorView view(const Wire& w) const { return {buffer_.data_ptr(), w.count, w.dtype}; }
   void copy_back() const;
+  // What the work does once the operation succeeded: copy_back(), keeping a staging copy alive
+  // until then; nothing (empty) when the buffer is the tensor itself.
+  std::function<void()> finisher() const;
 
  private:
   at::Tensor tensor_;

@@ -4,15 +4,18 @@
 #include <memory>
 #include <mutex>
 
+#include "settler.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::torch_dist {
 
-SpmdWork::SpmdWork(int rank, spmd::Work op, Spec spec, std::shared_ptr<CallbackPool> callbacks)
+SpmdWork::SpmdWork(int rank, spmd::Work op, Spec spec, std::shared_ptr<CallbackPool> callbacks,
+                   std::weak_ptr<Settler> settler)
     : c10d::Work(rank, spec.type, spec.profiling_title, spec.inputs),
       op_(std::move(op)),
       spec_(std::move(spec)),
       callbacks_(std::move(callbacks)),
+      settler_(std::move(settler)),
       future_(c10::make_intrusive<c10::ivalue::Future>(spec_.result_type)) {
   spec_.inputs.clear();  // only the profiler needed them
 }
@@ -33,6 +36,8 @@ void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout, bool may
                                         "wait after the batch");
     op = op_;
   }
+  // A timed wait, or the settler's, does not run the operation: it must be under way.
+  if (timeout || !may_run) op.start();
   std::exception_ptr error;
   try {
     if (may_run || timeout) op.wait(timeout);
@@ -44,6 +49,7 @@ void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout, bool may
   std::lock_guard<std::mutex> g(settle_mutex_);
   if (settled_) return;
   settled_ = true;
+  settled_flag_.store(true, std::memory_order_release);
   if (!error && spec_.finish) {
     try {
       spec_.finish();
@@ -77,17 +83,38 @@ void SpmdWork::settle(std::optional<std::chrono::milliseconds> timeout, bool may
   }
 }
 
+bool SpmdWork::finished() {
+  std::lock_guard<std::mutex> g(settle_mutex_);
+  return op_.valid() && op_.is_completed();
+}
+
+void SpmdWork::start_now() {
+  std::lock_guard<std::mutex> g(settle_mutex_);
+  if (op_.valid()) op_.start();
+}
+
 bool SpmdWork::isCompleted() {
-  std::lock_guard<std::mutex> g(mutex_);
-  return completed_;
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    if (completed_) return true;
+  }
+  // Polled: nobody waits for it. Settled here once finished (settling then does not wait).
+  if (!finished()) {
+    start_now();
+    return false;
+  }
+  settle();
+  return true;
 }
 
 bool SpmdWork::isSuccess() const {
+  if (!const_cast<SpmdWork*>(this)->isCompleted()) return false;
   std::lock_guard<std::mutex> g(mutex_);
-  return completed_ && !exception_;
+  return !exception_;
 }
 
 std::exception_ptr SpmdWork::exception() const {
+  (void)const_cast<SpmdWork*>(this)->isCompleted();
   std::lock_guard<std::mutex> g(mutex_);
   return exception_;
 }
@@ -116,6 +143,7 @@ bool SpmdWork::wait(std::chrono::milliseconds timeout) {
   } else {
     settle(timeout);
   }
+  if (auto settler = settler_.lock()) settler->prune();  // the settler's reference goes now
   std::lock_guard<std::mutex> g(mutex_);
   if (exception_) std::rethrow_exception(exception_);
   return true;
@@ -128,8 +156,14 @@ void SpmdWork::abort() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> SpmdWork::getFuture() {
-  std::lock_guard<std::mutex> g(settle_mutex_);
-  future_handed_out_ = true;
+  {
+    std::lock_guard<std::mutex> g(settle_mutex_);
+    future_handed_out_ = true;
+    if (settled_) return future_;
+    if (op_.valid()) op_.start();
+  }
+  // Its callbacks must run when the operation finishes, waited for or not.
+  if (auto settler = settler_.lock()) settler->wake();
   return future_;
 }
 

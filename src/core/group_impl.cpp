@@ -46,7 +46,7 @@ ProcessGroup::Impl::Impl(std::shared_ptr<Store> s, std::string p, int r, std::ve
   observer = world_observer ? std::move(world_observer)
                             : observe::Observer::create(store, ranks[static_cast<size_t>(rank)], size());
   recorder = observer->add_group(prefix, ranks);
-  queue = std::make_unique<WorkQueue>([this](std::exception_ptr e) { on_failure(e); });
+  queue = std::make_unique<WorkQueue>([this](std::exception_ptr e) { on_failure(e); }, options.lazy_start);
 }
 
 ProcessGroup::Impl::~Impl() {

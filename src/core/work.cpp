@@ -62,6 +62,14 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) { wait_on(requ
 
 void Work::wait_without_running() { wait_on(require(state_), std::nullopt, false); }
 
+void Work::start() {
+  State& s = require(state_);
+  if (&s == &g_finished) return;
+  // Under the state's lock an unfinished job keeps its queue alive (as for run_for).
+  std::lock_guard<std::mutex> g(s.m);
+  if (!s.done && s.queue) s.queue->start_queued();
+}
+
 void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
   const Deadline deadline = timeout ? Deadline(*timeout) : Deadline::never();
   wait(timeout);

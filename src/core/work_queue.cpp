@@ -6,7 +6,13 @@
 
 namespace spmd {
 
-WorkQueue::WorkQueue(OnFailure on_failure) : on_failure_(std::move(on_failure)), worker_([this] { loop(); }) {}
+namespace {
+// Periods without a push after which the worker stops waking once a period.
+constexpr int kQuietPeriodsBeforeSleep = 20;
+}  // namespace
+
+WorkQueue::WorkQueue(OnFailure on_failure, std::chrono::microseconds lazy_start)
+    : on_failure_(std::move(on_failure)), lazy_start_(lazy_start), worker_([this] { loop(); }) {}
 
 WorkQueue::~WorkQueue() {
   {
@@ -24,11 +30,43 @@ uint64_t WorkQueue::reserve(bool numbered) {
 
 void WorkQueue::push(Run run, std::vector<std::shared_ptr<Work::State>> states, bool abort_on_failure) {
   for (auto& s : states) s->queue = this;
+  bool wake = true;
   {
     std::lock_guard<std::mutex> g(m_);
-    jobs_.push_back(Job{std::move(run), std::move(states), abort_on_failure});
+    // A job queued before this one that nobody waited for is not a call about to be waited for.
+    const bool left_waiting = !jobs_.empty();
+    jobs_.push_back(Job{std::move(run), std::move(states), abort_on_failure, ++pushed_});
+    if (lazy_start_.count() == 0 || left_waiting) {
+      startable_ = pushed_;
+    } else {
+      wake = !ticking_;  // the worker sleeps until woken: wake it once, to start its periods
+      ticking_ = true;
+      quiet_periods_ = 0;
+    }
+  }
+  if (wake) cv_.notify_one();
+}
+
+void WorkQueue::start_queued() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    if (startable_ == pushed_) return;
+    startable_ = pushed_;
   }
   cv_.notify_one();
+}
+
+bool WorkQueue::may_take() const {
+  return !jobs_.empty() && (stopping_ || jobs_.front().number <= startable_) && !running_ &&
+         !(state_.load(std::memory_order_acquire) & kInline);
+}
+
+void WorkQueue::tick() {
+  // A job pushed before the last period ended has waited at least one whole period.
+  startable_ = std::max(startable_, pushed_at_tick_);
+  if (pushed_ == pushed_at_tick_ && ++quiet_periods_ >= kQuietPeriodsBeforeSleep) ticking_ = false;
+  if (pushed_ != pushed_at_tick_) quiet_periods_ = 0;
+  pushed_at_tick_ = pushed_;
 }
 
 void WorkQueue::loop() {
@@ -41,14 +79,23 @@ void WorkQueue::loop() {
   // changes only speed.
   sched_param normal{};
   (void)sched_setscheduler(0, SCHED_BATCH, &normal);
+  auto next_tick = std::chrono::steady_clock::now();
   for (;;) {
     Job job;
     {
       std::unique_lock<std::mutex> lock(m_);
-      cv_.wait(lock, [&] {
-        return (stopping_ || !jobs_.empty()) && !running_ && !(state_.load(std::memory_order_acquire) & kInline);
-      });
-      if (jobs_.empty()) return;  // stopping, and everything queued has run
+      for (;;) {
+        if (may_take()) break;
+        if (stopping_ && jobs_.empty() && !running_ && !(state_.load(std::memory_order_acquire) & kInline))
+          return;  // everything queued has run
+        if (!ticking_) {
+          cv_.wait(lock);
+          next_tick = std::chrono::steady_clock::now() + lazy_start_;
+        } else if (cv_.wait_until(lock, next_tick) == std::cv_status::timeout) {
+          tick();
+          next_tick = std::chrono::steady_clock::now() + lazy_start_;  // after a busy spell, one tick, not a burst
+        }
+      }
       job = std::move(jobs_.front());
       jobs_.pop_front();
       running_ = true;

@@ -12,6 +12,12 @@
 // A thread that waits for a queued job which has not started runs it itself (run_for), with the
 // jobs queued before it: the worker would have run them in that order while the caller slept,
 // and two thread hand-offs per call (to the worker and back) cost more than the call on one host.
+//
+// With a lazy start period (GroupOptions::lazy_start) a push does not even wake the worker: the
+// job is left to its waiter, and the worker — awake once a period while such jobs come —
+// starts a job that has waited a whole period, or at once when asked (start_queued) or when
+// another job is pushed behind it. A caller that waits right after issuing then costs no
+// wake-up of another thread at all.
 #pragma once
 
 #include <atomic>
@@ -33,7 +39,7 @@ class WorkQueue {
  public:
   using OnFailure = std::function<void(std::exception_ptr)>;
   using Run = std::function<JobResult()>;
-  explicit WorkQueue(OnFailure on_failure);
+  explicit WorkQueue(OnFailure on_failure, std::chrono::microseconds lazy_start = {});
   // Runs what is still queued, then stops the worker.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
@@ -57,6 +63,8 @@ class WorkQueue {
   // running, takes it and the jobs before it, unlocks `state_lock`, runs them in this thread and
   // returns true (the job finished); otherwise returns false with `state_lock` still held.
   bool run_for(const Work::State* state, std::unique_lock<std::mutex>& state_lock);
+  // Lets the worker start every queued job now (those a lazy start left to their waiters).
+  void start_queued();
   OnFailure& on_failure() { return on_failure_; }
 
  private:
@@ -64,8 +72,13 @@ class WorkQueue {
     Run run;
     std::vector<std::shared_ptr<Work::State>> states;
     bool abort_on_failure = true;
+    uint64_t number = 0;  // pushes so far, this one included
   };
   void loop();
+  // Under m_: the worker may take the front job now.
+  bool may_take() const;
+  // Under m_, in the worker: one lazy-start period passed.
+  void tick();
   // Runs one job taken from the queue and completes its states; the `last` of those taken
   // together clears running_.
   void execute(Job& job, bool last);
@@ -76,6 +89,13 @@ class WorkQueue {
   std::deque<Job> jobs_;
   bool stopping_ = false;
   bool running_ = false;  // a job is running (in the worker, or in a waiter: run_for)
+  // Lazy start (all under m_): jobs numbered up to `startable_` may be taken by the worker;
+  // `pushed_` jobs were pushed in all, `pushed_at_tick_` by the last period's end. The worker
+  // wakes once a period while `ticking_`, and stops after a few periods without a push.
+  const std::chrono::microseconds lazy_start_;
+  uint64_t pushed_ = 0, startable_ = 0, pushed_at_tick_ = 0;
+  bool ticking_ = false;
+  int quiet_periods_ = 0;
   // bit 0: a caller runs an operation inline; bits 1-23: jobs reserved and not finished;
   // bits 24-63: the next call number.
   static constexpr uint64_t kInline = 1, kJob = 2, kJobMask = (uint64_t{1} << 24) - 2, kNumber = uint64_t{1} << 24;

@@ -1,5 +1,6 @@
 // WorkQueue: a waiter runs a job that has not started (and the jobs before it) in its own
-// thread; the worker runs the rest; jobs never overlap and always run in issue order.
+// thread; the worker runs the rest; jobs never overlap and always run in issue order. With a
+// lazy start the worker leaves jobs to their waiters, and still starts those nobody waits for.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -117,6 +118,62 @@ TEST(WorkQueue, ATimedWaitLeavesTheJobToTheWorker) {
     w.wait(std::chrono::minutes(1));
     ASSERT_NE(ran_on, std::this_thread::get_id()) << "round " << i;
   }
+}
+
+// Lazy start (GroupOptions::lazy_start). A period of a minute stands for "never" in a test: a
+// job that only a period could start would fail the timed waits below, which allow 30 s.
+constexpr auto kNeverInATest = std::chrono::minutes(1);
+constexpr auto kAllowed = std::chrono::seconds(30);
+
+TEST(WorkQueueLazyStart, TheWaiterRunsEveryJobInItsOwnThread) {
+  WorkQueue q([](std::exception_ptr) {}, kNeverInATest);
+  for (int i = 0; i < 200; ++i) {
+    std::thread::id ran_on;
+    Work w = queue_job(q, [&] { ran_on = std::this_thread::get_id(); });
+    w.wait();
+    ASSERT_EQ(ran_on, std::this_thread::get_id()) << "round " << i;
+  }
+}
+
+TEST(WorkQueueLazyStart, StartHandsAJobNobodyWaitsForToTheWorker) {
+  WorkQueue q([](std::exception_ptr) {}, kNeverInATest);
+  std::thread::id ran_on;
+  Work w = queue_job(q, [&] { ran_on = std::this_thread::get_id(); });
+  w.start();
+  w.wait(kAllowed);  // a timed wait does not run it: only the worker can
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  w.start();  // finished: nothing to do
+}
+
+TEST(WorkQueueLazyStart, AJobIssuedBehindAnUnwaitedOneStartsBoth) {
+  WorkQueue q([](std::exception_ptr) {}, kNeverInATest);
+  std::vector<int> order;
+  Work first = queue_job(q, [&] { order.push_back(1); });
+  Work second = queue_job(q, [&] { order.push_back(2); });
+  second.wait(kAllowed);
+  EXPECT_TRUE(first.is_completed());
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(WorkQueueLazyStart, TheWorkerStartsAJobNobodyWaitsForAfterAPeriod) {
+  WorkQueue q([](std::exception_ptr) {}, std::chrono::milliseconds(1));
+  for (int i = 0; i < 20; ++i) {
+    std::thread::id ran_on;
+    Work w = queue_job(q, [&] { ran_on = std::this_thread::get_id(); });
+    w.wait(kAllowed);
+    ASSERT_NE(ran_on, std::this_thread::get_id()) << "round " << i;
+  }
+}
+
+TEST(WorkQueueLazyStart, JobsLeftQueuedRunBeforeTheQueueGoes) {
+  std::atomic<int> ran{0};
+  std::vector<Work> works;
+  {
+    WorkQueue q([](std::exception_ptr) {}, kNeverInATest);
+    for (int i = 0; i < 3; ++i) works.push_back(queue_job(q, [&] { ++ran; }));
+  }
+  EXPECT_EQ(ran.load(), 3);
+  for (auto& w : works) EXPECT_TRUE(w.is_completed());
 }
 
 }  // namespace
