@@ -24,6 +24,10 @@ struct Topology {
   std::string master_addr;  // empty when the environment names none
   int master_port = 0;      // 0 when the environment names none
   LaunchSource source = LaunchSource::Single;
+  // The GPUs spmdrun gave this process (--gpus-per-proc K: SPMD_GPUS_PER_PROC), which it sees
+  // as CUDA devices 0..K-1 (CUDA_VISIBLE_DEVICES); 0 when the launcher gave none of its own.
+  // The nccl backend then uses device 0, the process's first.
+  int gpus_per_process = 0;
 
   // Reads the environment. Precedence: torchrun/spmdrun variables (RANK + WORLD_SIZE), then
   // Open MPI, then Slurm, then PMI; none of them = a single process (rank 0 of 1).

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -105,8 +106,13 @@ std::unique_ptr<Backend> make_mpi_backend(const BackendConfig& config);
 std::unique_ptr<Backend> make_nccl_backend(const BackendConfig& config);
 bool mpi_backend_available(std::string* why);
 bool nccl_backend_available(std::string* why);
-// One backend per device type; each call goes to the backend of its buffers' device.
-std::unique_ptr<Backend> make_dispatch_backend(std::string spec,
-                                               std::vector<std::pair<DeviceType, std::unique_ptr<Backend>>> backends);
+// One backend per device type, each made by `make` when the group first meets a buffer of its
+// device (the CPU's at once); each call goes to the backend of its buffers' device.
+struct BackendRoute {
+  DeviceType type;
+  std::string name;
+  std::function<std::unique_ptr<Backend>()> make;
+};
+std::unique_ptr<Backend> make_dispatch_backend(std::string spec, std::vector<BackendRoute> routes);
 
 }  // namespace spmd

@@ -55,9 +55,10 @@ bool backend_serves(const std::string& name, DeviceType type) {
 std::unique_ptr<Backend> make_backend(const std::string& spec, const BackendConfig& config) {
   BackendSpec parsed = parse_backend_spec(spec, "backend");
   if (parsed.routes.empty()) return make_one(parsed.single, config);
-  std::vector<std::pair<DeviceType, std::unique_ptr<Backend>>> backends;
-  for (const auto& [type, name] : parsed.routes) backends.emplace_back(type, make_one(name, config));
-  return make_dispatch_backend(parsed.canonical, std::move(backends));
+  std::vector<BackendRoute> routes;
+  for (const auto& [type, name] : parsed.routes)
+    routes.push_back({type, name, [name = name, config] { return make_one(name, config); }});
+  return make_dispatch_backend(parsed.canonical, std::move(routes));
 }
 
 std::vector<std::string> backend_names() {
@@ -69,9 +70,17 @@ std::vector<std::string> backend_names() {
 }
 
 std::string default_backend_spec() {
+  // Decided without loading CUDA: where NVIDIA's driver is, CUDA buffers may come, and the nccl
+  // backend is made (its module loaded) only when a group meets the first of them — a job
+  // that never does loads nothing, and one whose module cannot load gets the reason there.
   std::string why;
-  // The GPU check comes first: it needs no CUDA library where there is no driver.
-  return cuda_device_present() && nccl_backend_available(&why) ? "cpu:native,cuda:nccl" : "native";
+  if (!cuda_driver_present(&why)) {
+    SPMD_LOG(Info) << "default backend \"native\": " << why;
+    return "native";
+  }
+  SPMD_LOG(Info) << "default backend \"cpu:native,cuda:nccl\": " << why
+                 << "; the nccl backend is loaded when a group first meets a CUDA buffer";
+  return "cpu:native,cuda:nccl";
 }
 
 }  // namespace spmd

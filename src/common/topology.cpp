@@ -245,14 +245,22 @@ int slurm_master_port(int64_t job_id, int64_t step_id) {
   return static_cast<int>(10000 + (job_id % 1100) * 20 + step_id % 20);
 }
 
-Topology Topology::from_env(const std::map<std::string, std::string>& env) {
-  Vars v(env);
+namespace {
+Topology ranks_from(const Vars& v) {
   if (v.has("RANK") || v.has("WORLD_SIZE")) return from_torchrun(v);
   if (v.has("OMPI_COMM_WORLD_RANK")) return from_openmpi(v);
   if (v.has("SLURM_PROCID")) return from_slurm(v);
   if (v.has("PMI_RANK")) return from_pmi(v);
   Topology t;
   read_master(v, t);
+  return t;
+}
+}  // namespace
+
+Topology Topology::from_env(const std::map<std::string, std::string>& env) {
+  Vars v(env);
+  Topology t = ranks_from(v);
+  t.gpus_per_process = v.num("SPMD_GPUS_PER_PROC").value_or(0);
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "../common/child_process.hpp"
@@ -32,6 +33,13 @@ bool read_until(int fd, const std::string& text, std::chrono::seconds limit, std
   return true;
 }
 
+// The worker beside this program (a bundle: scripts/gpu-bundle.sh), else where it was built.
+std::string worker_program() {
+  std::error_code ec;
+  auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "gpu_fault_worker";
+  return !ec && std::filesystem::exists(beside) ? beside.string() : std::string(SPMD_GPU_FAULT_WORKER);
+}
+
 TEST(GpuFault, ASurvivorOfKillNineRaisesNamingTheCall) {
   if (spmd::test::gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs, this machine has " << spmd::test::gpu_count();
   const int port = spmd::test::free_port();
@@ -39,7 +47,7 @@ TEST(GpuFault, ASurvivorOfKillNineRaisesNamingTheCall) {
   std::vector<Child> ranks;
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(::pipe(pipes[r]), 0);
-    ranks.emplace_back(std::vector<std::string>{SPMD_GPU_FAULT_WORKER},
+    ranks.emplace_back(std::vector<std::string>{worker_program()},
                        std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=" + std::to_string(r),
                                                 "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
                                                 "MASTER_PORT=" + std::to_string(port), "SPMD_TIMEOUT=20"},

@@ -40,6 +40,21 @@ void set_api_for_testing(Api* fake) { g_fake.store(fake, std::memory_order_relea
 
 }  // namespace nccl
 
+bool cuda_driver_present(std::string* why) {
+  if (nccl::g_fake.load(std::memory_order_acquire)) {
+    *why = "a test's fake CUDA is in place";
+    return true;
+  }
+  struct stat st;
+  for (const char* path : {"/proc/driver/nvidia", "/dev/nvidiactl"})
+    if (::stat(path, &st) == 0) {
+      *why = std::string("NVIDIA's driver is here (") + path + ")";
+      return true;
+    }
+  *why = "no NVIDIA driver (neither /proc/driver/nvidia nor /dev/nvidiactl)";
+  return false;
+}
+
 bool cuda_device_present() {
   nccl::Api* a = nccl::g_fake.load(std::memory_order_acquire);
   if (!a) {

@@ -35,6 +35,8 @@ class Api {
   virtual int device_count(int* count) = 0;  // 0 devices (kOk) when there is no driver or GPU
   virtual int get_device(int* device) = 0;
   virtual int set_device(int device) = 0;
+  // The device's PCI bus id ("0000:3b:00.0"): what tells two processes' devices apart.
+  virtual int device_identity(int device, std::string* id) = 0;
   virtual int stream_create(Stream* s) = 0;  // non-blocking with respect to the default stream
   virtual int stream_destroy(Stream s) = 0;
   virtual int event_create(Event* e) = 0;  // no timing
@@ -79,7 +81,7 @@ Api* api(std::string* why);
 void set_api_for_testing(Api* fake);
 
 inline constexpr const char* kModuleFile = "libspmd_cuda.so";
-inline constexpr const char* kModuleEntry = "spmd_cuda_api_v1";
+inline constexpr const char* kModuleEntry = "spmd_cuda_api_v2";
 using ModuleEntry = Api* (*)();
 
 }  // namespace spmd::nccl

@@ -23,13 +23,20 @@ using nccl::Comm;
 using nccl::Library;
 using nccl::Stream;
 
-// LOCAL_RANK % device count, as torch: ranks of a node spread over its GPUs.
+// LOCAL_RANK % device count, as torch: ranks of a node spread over its GPUs. A process that
+// spmdrun gave GPUs of its own (--gpus-per-proc: SPMD_GPUS_PER_PROC) sees only those: it uses
+// the first.
 int pick_device(nccl::Api& api, const BackendConfig& c) {
   int count = 0;
   if (api.device_count(&count) != nccl::kOk || count <= 0)
     raise(ErrorKind::InvalidArgument, "group " + c.prefix +
                                           ": the nccl backend needs a CUDA device, and this process sees none "
                                           "(CUDA_VISIBLE_DEVICES, driver); use the native backend for CPU buffers");
+  if (auto k = env::get("SPMD_GPUS_PER_PROC"); k && env::parse_int("SPMD_GPUS_PER_PROC", *k) > 0) {
+    SPMD_LOG(Info) << "group " << c.prefix << ": nccl backend on cuda:0 (the first of this process's "
+                   << *k << " GPUs, SPMD_GPUS_PER_PROC)";
+    return 0;
+  }
   int local = c.locality.local_index();
   if (auto lr = env::get("LOCAL_RANK")) local = static_cast<int>(env::parse_int("LOCAL_RANK", *lr));
   const int device = local % count;
@@ -53,7 +60,7 @@ class NcclBackend final : public Backend {
       raise(ErrorKind::InvalidArgument, what + ": " + name + " is on " + device_name(t.device) + ", but this rank's " +
                                             "NCCL communicator of the group is on cuda:" +
                                             std::to_string(group_->device()) +
-                                            " (LOCAL_RANK % device count); move the tensor there");
+                                            " (LOCAL_RANK % device count, or 0 with SPMD_GPUS_PER_PROC); move the tensor there");
   }
 
   void all_reduce(const OpContext& op, TensorView data, ReduceOp rop) override {

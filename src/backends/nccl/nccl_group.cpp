@@ -36,6 +36,30 @@ class NcclCompletion final : public DeviceCompletion {
   std::shared_ptr<QueuedOp> op_;
 };
 
+// Ranks of one host on one GPU: NCCL refuses them ("Duplicate GPU detected"), and a job of
+// more ranks than GPUs gets there by default (LOCAL_RANK % device count). Every rank posts its
+// GPU ("PCI bus id cuda:N"); rank 0 says what is wrong, or "" — for every rank to raise at once.
+std::string shared_gpu_problem(const BackendConfig& c, const std::vector<std::string>& gpus) {
+  const int n = static_cast<int>(gpus.size());
+  for (int a = 0; a < n; ++a) {
+    std::vector<int> sharing{a};
+    for (int b = a + 1; b < n; ++b)
+      if (gpus[static_cast<size_t>(b)] == gpus[static_cast<size_t>(a)] &&
+          c.locality.host_of[static_cast<size_t>(b)] == c.locality.host_of[static_cast<size_t>(a)])
+        sharing.push_back(b);
+    if (sharing.size() < 2) continue;
+    std::string ranks;
+    for (size_t i = 0; i < sharing.size(); ++i)
+      ranks += (i == 0 ? "" : i + 1 == sharing.size() ? " and " : ", ") +
+               std::to_string(c.globals[static_cast<size_t>(sharing[i])]);
+    return "ranks " + ranks + " (one host) would share GPU " + gpus[static_cast<size_t>(a)] +
+           " in one NCCL communicator, which NCCL refuses (\"Duplicate GPU detected\"); give each process a GPU of "
+           "its own: fewer processes per node (spmdrun --nproc-per-node gpu), CUDA_VISIBLE_DEVICES per process, or "
+           "spmdrun --gpus-per-proc K";
+  }
+  return "";
+}
+
 }  // namespace
 
 DeviceGuard::DeviceGuard(Api& api, int device) : api_(api) {
@@ -132,17 +156,34 @@ void NcclGroup::settle(const std::string& call, const char* step, Deadline deadl
 void NcclGroup::make_comm(const std::string& call) {
   const int n = static_cast<int>(config_.globals.size());
   const std::string key = config_.prefix + "/nccl/unique_id";
+  const std::string gpu_key = config_.prefix + "/nccl/gpu/";
+  std::string gpu;
+  ok(api_.device_identity(device_, &gpu), Library::Cuda, call, "cudaDeviceGetPCIBusId");
+  gpu += " (cuda:" + std::to_string(device_) + ")";
+  config_.store->set(gpu_key + std::to_string(config_.rank), Bytes(gpu.begin(), gpu.end()));
+  // The id, then what is wrong with the ranks' GPUs ("" when nothing is).
   UniqueId id{};
+  std::string problem;
   if (config_.rank == 0) {
-    ok(api_.get_unique_id(&id), Library::Nccl, call, "ncclGetUniqueId");
-    config_.store->set(key, Bytes(id.bytes, id.bytes + sizeof id.bytes));
+    std::vector<std::string> gpus;
+    for (int r = 0; r < n; ++r) {
+      Bytes b = config_.store->get(gpu_key + std::to_string(r), config_.timeout);
+      gpus.emplace_back(b.begin(), b.end());
+    }
+    problem = shared_gpu_problem(config_, gpus);
+    if (problem.empty()) ok(api_.get_unique_id(&id), Library::Nccl, call, "ncclGetUniqueId");
+    Bytes b(id.bytes, id.bytes + sizeof id.bytes);
+    b.insert(b.end(), problem.begin(), problem.end());
+    config_.store->set(key, b);
   } else {
     Bytes b = config_.store->get(key, config_.timeout);
-    if (b.size() != sizeof id.bytes)
-      raise(ErrorKind::Store, what_ + ": the NCCL id under " + key + " has " + std::to_string(b.size()) + " bytes, not " +
-                                  std::to_string(sizeof id.bytes));
+    if (b.size() < sizeof id.bytes)
+      raise(ErrorKind::Store, what_ + ": the NCCL id under " + key + " has " + std::to_string(b.size()) +
+                                  " bytes, fewer than " + std::to_string(sizeof id.bytes));
     std::memcpy(id.bytes, b.data(), sizeof id.bytes);
+    problem.assign(b.begin() + sizeof id.bytes, b.end());
   }
+  if (!problem.empty()) raise(ErrorKind::InvalidArgument, what_ + ": " + call + ": " + problem);
   Comm comm = nullptr;
   int rc = api_.comm_init(&comm, n, id, config_.rank);
   comm_ = comm;

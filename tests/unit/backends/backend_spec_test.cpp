@@ -63,8 +63,9 @@ TEST(BackendSpec, BadSpecsSayWhatIsWrong) {
 TEST(BackendSpec, DefaultComesFromTheRequestThenSpmdBackendThenTheMachine) {
   ScopedEnv no_env("SPMD_BACKEND", nullptr);
   EXPECT_EQ(resolve_backend_spec("cuda:nccl,cpu:mpi"), "cpu:mpi,cuda:nccl");
-  // This machine has no NVIDIA driver (the tests run without a GPU): native.
-  EXPECT_EQ(resolve_backend_spec(""), cuda_device_present() ? "cpu:native,cuda:nccl" : "native");
+  // Without NVIDIA's driver (the tests run without a GPU): native. With one, NCCL for CUDA buffers.
+  std::string why;
+  EXPECT_EQ(resolve_backend_spec(""), cuda_driver_present(&why) ? "cpu:native,cuda:nccl" : "native") << why;
   {
     ScopedEnv env("SPMD_BACKEND", "mpi");
     EXPECT_EQ(resolve_backend_spec(""), "mpi");
@@ -79,10 +80,13 @@ TEST(BackendSpec, DefaultComesFromTheRequestThenSpmdBackendThenTheMachine) {
       EXPECT_NE(std::string(e.what()).find("SPMD_BACKEND \"cpu:bogus\""), std::string::npos) << e.what();
     }
   }
-  // A process that sees a GPU (here a fake one) gets NCCL for CUDA buffers by default.
+  // A process that sees a GPU (here a fake one) gets NCCL for CUDA buffers by default, decided
+  // without a call into CUDA.
   ScopedFakeCuda fake(2);
   EXPECT_TRUE(cuda_device_present());
+  const int calls = fake->calls();
   EXPECT_EQ(resolve_backend_spec(""), "cpu:native,cuda:nccl");
+  EXPECT_EQ(fake->calls(), calls);
 }
 
 TEST(BackendSpec, TheListOfUsableBackends) {

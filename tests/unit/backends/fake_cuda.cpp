@@ -11,6 +11,7 @@ namespace spmd::test {
 namespace {
 thread_local int t_device = 0;  // CUDA's current device is per thread
 constexpr int kAbortedCode = 3;  // ncclInternalError: what a call on an aborted communicator gives
+constexpr int kInvalidUsage = 5;  // ncclInvalidUsage: what NCCL answers two ranks on one GPU
 }  // namespace
 
 struct FakeCuda::Stream {
@@ -68,6 +69,8 @@ struct FakeCuda::Meeting {
     int arrived = 0, computed = 0, left = 0;
   };
   int n = 0, joined = 0;
+  std::vector<int> devices;  // of the ranks joined so far (one host: every rank is a thread here)
+  bool duplicate = false;    // two ranks on one device: NCCL refuses ("Duplicate GPU detected")
   std::map<uint64_t, Round> rounds;
   std::map<std::pair<int, int>, std::deque<std::vector<char>>> mail;  // (from, to)
 };
@@ -143,14 +146,17 @@ FakeCuda::Stream& FakeCuda::stream(nccl::Stream s) {
 void FakeCuda::enqueue(nccl::Stream s, std::function<void()> task) { stream(s).push(std::move(task)); }
 
 int FakeCuda::device_count(int* count) {
+  ++calls_;
   *count = devices_;
   return nccl::kOk;
 }
 int FakeCuda::get_device(int* device) {
+  ++calls_;
   *device = t_device;
   return nccl::kOk;
 }
 int FakeCuda::set_device(int device) {
+  ++calls_;
   if (device < 0 || device >= devices_) return 101;  // cudaErrorInvalidDevice
   t_device = device;
   return nccl::kOk;
@@ -246,8 +252,12 @@ int FakeCuda::comm_init(nccl::Comm* comm, int ranks, const nccl::UniqueId& id, i
       meeting->n = ranks;
     }
     ++meeting->joined;
+    for (int d : meeting->devices)
+      if (d == t_device) meeting->duplicate = true;
+    meeting->devices.push_back(t_device);
     c->meeting = meeting;
   }
+  ++calls_;
   c->rank = rank;
   c->n = ranks;
   ++comms_made_;
@@ -261,7 +271,8 @@ int FakeCuda::comm_state(nccl::Comm comm) {
   std::lock_guard<std::mutex> g(m_);
   if (c->aborted) return kAbortedCode;
   if (async_error_) return async_error_;
-  return c->meeting->joined < c->n ? nccl::kPending : nccl::kOk;
+  if (c->meeting->joined < c->n) return nccl::kPending;
+  return c->meeting->duplicate ? kInvalidUsage : nccl::kOk;
 }
 int FakeCuda::comm_abort(nccl::Comm comm) {
   {
@@ -387,6 +398,12 @@ int FakeCuda::recv(void* data, size_t count, DType t, int peer, nccl::Comm comm,
   return nccl::kOk;
 }
 
+int FakeCuda::device_identity(int device, std::string* id) {
+  ++calls_;
+  if (device < 0 || device >= devices_) return 101;  // cudaErrorInvalidDevice
+  *id = "fake-gpu-" + std::to_string(device);
+  return nccl::kOk;
+}
 std::string FakeCuda::error_text(nccl::Library lib, int code) {
   return std::string(lib == nccl::Library::Cuda ? "fake CUDA error " : "fake NCCL error ") + std::to_string(code);
 }

@@ -38,10 +38,14 @@ class FakeCuda final : public nccl::Api {
   bool wait_aborted(int n, std::chrono::milliseconds timeout);
   int stream_waits_on_default() const { return default_waits_.load(); }
   int comms_made() const { return comms_made_.load(); }
+  // Calls that making a backend or a communicator makes (device_count, get/set_device,
+  // device_identity, comm_init): none in a job that never touched CUDA.
+  int calls() const { return calls_.load(); }
 
   // --- nccl::Api ---
   int device_count(int* count) override;
   int get_device(int* device) override;
+  int device_identity(int device, std::string* id) override;
   int set_device(int device) override;
   int stream_create(nccl::Stream* s) override;
   int stream_destroy(nccl::Stream s) override;
@@ -97,7 +101,7 @@ class FakeCuda final : public nccl::Api {
   uint64_t next_id_ = 1;
   std::vector<std::unique_ptr<Stream>> default_streams_;
   std::map<uint64_t, std::shared_ptr<Meeting>> meetings_;  // by unique id
-  std::atomic<int> aborted_{0}, default_waits_{0}, comms_made_{0};
+  std::atomic<int> aborted_{0}, default_waits_{0}, comms_made_{0}, calls_{0};
 };
 
 // Installs a fake for the nccl backend for a scope.

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <latch>
+#include <thread>
 
 #include "../collectives/harness.hpp"
 #include "fake_cuda.hpp"
@@ -179,6 +181,68 @@ TEST(NcclBackend, PointToPointPairsAndBatches) {
     }
     g.barrier();
   }, nccl_options());
+}
+
+// Fewer GPUs than ranks: a workstation with one GPU running a CPU job of 4 ranks. The default
+// backend routes CUDA buffers to NCCL, but nothing is made, loaded or called for them until one
+// comes — the barrier included.
+TEST(NcclBackend, ACpuJobOnAMachineWithOneGpuNeverTouchesCuda) {
+  ScopedFakeCuda fake(1);
+  const char* env = std::getenv("SPMD_BACKEND");
+  const std::string saved = env ? env : "";
+  ::unsetenv("SPMD_BACKEND");  // the default backend, as a user gets it
+  run_ranks(4, [&](ProcessGroup& g) {
+    EXPECT_EQ(g.backend_name(Device::cuda(0)), "nccl");  // named without being made
+    std::vector<float> v(1000, float(g.rank()));
+    g.all_reduce(v);
+    EXPECT_EQ(v[999], 6.0f);
+    g.broadcast(v, 2);
+    g.barrier();
+    auto sub = g.new_group({0, 1});
+    if (sub) sub->barrier();
+    g.barrier();
+  });
+  if (env) ::setenv("SPMD_BACKEND", saved.c_str(), 1);
+  EXPECT_EQ(fake->calls(), 0);
+  EXPECT_EQ(fake->comms_made(), 0);
+}
+
+// Two ranks of one host on one GPU: every rank gets an error that says what to do, at once.
+TEST(NcclBackend, RanksSharingAGpuGetAClearErrorOnEveryRank) {
+  ScopedFakeCuda fake(1);
+  std::atomic<int> refused{0};
+  run_ranks(3, [&](ProcessGroup& g) {
+    std::vector<float> v(10, 1.0f);
+    Error e = error_of([&] { g.all_reduce(on_device(v, 0)); });
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ranks 0, 1 and 2 (one host) would share GPU fake-gpu-0 (cuda:0)"), std::string::npos) << what;
+    EXPECT_NE(what.find("all_reduce(f32, 10, Sum) (call #0)"), std::string::npos) << what;
+    EXPECT_NE(what.find("--gpus-per-proc"), std::string::npos) << what;
+    ++refused;
+  }, nccl_options());
+  EXPECT_EQ(refused.load(), 3);
+  EXPECT_EQ(fake->comms_made(), 0);  // refused before NCCL was asked
+}
+
+// The fake refuses what NCCL refuses: one communicator with two ranks on one device.
+TEST(FakeCuda, RefusesTwoRanksOnOneDeviceAsNcclDoes) {
+  FakeCuda fake(2);
+  nccl::UniqueId id{};
+  ASSERT_EQ(fake.get_unique_id(&id), nccl::kOk);
+  auto join = [&](int device, int rank) {
+    nccl::Comm c = nullptr;
+    fake.set_device(device);
+    fake.comm_init(&c, 2, id, rank);
+    return c;
+  };
+  nccl::Comm a = nullptr, b = nullptr;
+  std::thread t([&] { a = join(1, 0); });
+  t.join();
+  b = join(1, 1);
+  EXPECT_EQ(fake.comm_state(a), 5);  // ncclInvalidUsage
+  EXPECT_EQ(fake.comm_state(b), 5);
+  EXPECT_EQ(fake.error_kind(nccl::Library::Nccl, 5), ErrorKind::InvalidArgument);
 }
 
 }  // namespace

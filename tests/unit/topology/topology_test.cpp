@@ -47,6 +47,14 @@ TEST(Topology, Torchrun) {
   EXPECT_EQ(t.master_port, 29500);
 }
 
+// spmdrun --gpus-per-proc K tells a worker how many GPUs are its own, whoever launched it.
+TEST(Topology, TheGpusSpmdrunGaveThisProcess) {
+  EXPECT_EQ(Topology::from_env(Env{}).gpus_per_process, 0);
+  EXPECT_EQ(Topology::from_env(Env{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SPMD_GPUS_PER_PROC", "2"}}).gpus_per_process, 2);
+  EXPECT_EQ(Topology::from_env(Env{{"SPMD_GPUS_PER_PROC", "4"}}).gpus_per_process, 4);
+  expect_invalid(Env{{"SPMD_GPUS_PER_PROC", "two"}}, "SPMD_GPUS_PER_PROC=two is not an integer");
+}
+
 TEST(Topology, TorchrunDerivesWhatIsMissing) {
   Topology t = Topology::from_env(Env{{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"NODE_RANK", "0"}});
   EXPECT_EQ(t.local_world_size, 4);

@@ -52,6 +52,12 @@ class CudaNcclApi final : public Api {
   }
   int get_device(int* device) override { return cuda(cudaGetDevice(device)); }
   int set_device(int device) override { return cuda(cudaSetDevice(device)); }
+  int device_identity(int device, std::string* id) override {
+    char bus[64] = {};
+    int rc = cuda(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+    if (rc == kOk) *id = bus;
+    return rc;
+  }
   int stream_create(Stream* s) override {
     cudaStream_t st = nullptr;
     int rc = cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -149,7 +155,7 @@ class CudaNcclApi final : public Api {
 }  // namespace
 }  // namespace spmd::nccl
 
-extern "C" __attribute__((visibility("default"))) spmd::nccl::Api* spmd_cuda_api_v1() {
+extern "C" __attribute__((visibility("default"))) spmd::nccl::Api* spmd_cuda_api_v2() {
   static spmd::nccl::CudaNcclApi api;
   return &api;
 }
