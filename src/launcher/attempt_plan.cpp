@@ -1,5 +1,6 @@
 #include "launcher/attempt_plan.hpp"
 
+#include "launcher/gpu_layout.hpp"
 #include "launcher/python_probe.hpp"
 
 #include <cstdlib>
@@ -77,7 +78,8 @@ const std::vector<std::string>& launch_variable_names() {
       "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
       "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
       "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
-      "SPMD_STORE_PORT", "SPMD_STORE_PREFIX"};
+      "SPMD_STORE_PORT", "SPMD_STORE_PREFIX",
+      "CUDA_VISIBLE_DEVICES", "SPMD_GPUS_PER_PROC"};  // these two with --gpus-per-proc
   return names;
 }
 
@@ -117,6 +119,12 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
   // one, a TORCHELASTIC_ERROR_FILE spmdrun inherited must not reach the workers (it is the
   // job's, which spmdrun writes).
   if (!error_file.empty()) set["TORCHELASTIC_ERROR_FILE"] = error_file;
+  // --gpus-per-proc K: the worker's own K GPUs (local rank i: the node's [i*K, (i+1)*K)), so
+  // its device 0 is its first. Without the flag the variable is left alone, as torchrun does.
+  if (o.gpus_per_proc > 0) {
+    set["CUDA_VISIBLE_DEVICES"] = worker_gpus(o, e.local_rank);
+    set["SPMD_GPUS_PER_PROC"] = std::to_string(o.gpus_per_proc);
+  }
   if (!plan.store_addr.empty()) {
     set["SPMD_STORE_ADDR"] = plan.store_addr;
     set["SPMD_STORE_PORT"] = std::to_string(plan.store_port);

@@ -77,12 +77,14 @@ std::vector<std::vector<std::string>> head_node_commands(const Options& o) {
   char cwd[PATH_MAX];
   std::string dir = getcwd(cwd, sizeof cwd) ? cwd : ".";
   std::vector<std::string> flags = forwarded_flags(o.launcher_args);
+  // A host without slots gets --nproc-per-node as given: gpu, auto and cpu are counted on that
+  // host (the head often has no GPUs), as each torchrun counts its own.
   std::vector<std::vector<std::string>> commands;
   for (size_t i = 0; i < hosts.size(); ++i) {
     std::vector<std::string> remote{self_path()};
     remote.insert(remote.end(), flags.begin(), flags.end());
     for (const std::string& f : std::vector<std::string>{"--nnodes", std::to_string(hosts.size()), "--node-rank", std::to_string(i),
-                          "--nproc-per-node", std::to_string(hosts[i].slots ? hosts[i].slots : o.nproc_per_node),
+                          "--nproc-per-node", hosts[i].slots ? std::to_string(hosts[i].slots) : o.nproc_spec,
                           "--master-addr", master, "--master-port", std::to_string(port), "--rdzv-backend",
                           std::string("static"), std::string("--"), o.program})
       remote.push_back(f);

@@ -18,9 +18,18 @@ Nodes and processes:
                             and is elastic: a node arriving later is let in at a new round
                             (the workers restart with the new WORLD_SIZE), a lost node is left
                             behind at the next restart while MIN remain
-  --nproc-per-node N|auto|cpu
-                            processes on this node (default 1; auto/cpu = one per CPU core).
-                            Nodes may run different counts: ranks are numbered node by node
+  --nproc-per-node N|gpu|auto|cpu
+                            processes on this node (default 1). gpu: one per CUDA device this
+                            node sees (counted through the driver, libcuda.so.1, which honours
+                            CUDA_VISIBLE_DEVICES; an error without one); auto: gpu when there
+                            are GPUs, else one per CPU core; cpu: one per CPU core. Each node
+                            counts its own; nodes may run different counts: ranks are
+                            numbered node by node
+  --gpus-per-proc K         give each process its own K GPUs: local rank i gets the node's
+                            GPUs [i*K, (i+1)*K) as CUDA_VISIBLE_DEVICES (slices of spmdrun's
+                            own CUDA_VISIBLE_DEVICES when set, else of 0..count-1) and
+                            SPMD_GPUS_PER_PROC=K; processes x K must fit the node's GPUs.
+                            With gpu/auto: count / K processes
   --node-rank R             this node's rank, 0..nnodes-1 (static rendezvous; default 0)
 
 Rendezvous:
@@ -84,7 +93,9 @@ spmd extras:
   --trace FILE.json         record every rank's collectives (SPMD_TRACE) and merge them into
                             one Chrome trace, one row per rank (open in ui.perfetto.dev)
   --dry-run                 print the rank table (node rank, local rank, rank, world size)
-                            these flags produce, and the worker command, then exit
+                            these flags produce, and the worker command, then exit; with
+                            --gpus-per-proc or gpu, each rank's GPUs too (nodes with the GPUs
+                            the layout needs, numbered 0.., when this machine lacks them)
   -h, --help                this text
   --version                 spmdrun's version
 
@@ -92,7 +103,8 @@ Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
   TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE
   TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
-  NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX; unless set,
+  NODE_RANK SPMD_STORE_ADDR SPMD_STORE_PORT SPMD_STORE_PREFIX; with --gpus-per-proc K,
+  CUDA_VISIBLE_DEVICES (their own K GPUs) and SPMD_GPUS_PER_PROC=K; unless set,
   NCCL_ASYNC_ERROR_HANDLING=1 and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torchrun 1.13's and
   2.x's), USE_LIBUV=0 (torch 2.x's TCPStores without libuv, which Debian 13's torch lacks),
   and OMP_NUM_THREADS=1 when more than one process runs per node.
@@ -121,6 +133,9 @@ Examples:
   # elastic-style: 2 to 4 nodes join at one endpoint
   spmdrun --nnodes 2:4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint 10.0.0.1:29400 --rdzv-id job7 ./train
   spmdrun --dry-run --nnodes 3 --nproc-per-node 8
+  # one process per GPU; or 2 nodes x 4 GPUs, 2 GPUs per process (ranks 0-3)
+  spmdrun --nproc-per-node gpu train.py
+  spmdrun --dry-run --nnodes 2 --nproc-per-node 2 --gpus-per-proc 2 ./train
   # from a head node: one spmdrun per host over ssh
   spmdrun --hostfile hosts.txt --nproc-per-node 8 ./train
 )";

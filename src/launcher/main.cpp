@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/attempt_plan.hpp"
+#include "launcher/gpu_layout.hpp"
 #include "launcher/guard.hpp"
 #include "launcher/head_node.hpp"
 #include "launcher/job.hpp"
@@ -39,7 +40,7 @@ std::map<std::string, std::string> environment() {
 int dry_run(const Options& o) {
   std::vector<int> counts(static_cast<size_t>(o.max_nodes), o.nproc_per_node);
   RankTable table(counts);
-  std::string text = table.format();
+  std::string text = dry_run_table(o, table);
   if (o.min_nodes != o.max_nodes)
     text += "(--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
             ": shown for " + std::to_string(o.max_nodes) +
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   }
   Options& o = parsed.options;
   if (o.dry_run && o.hostfile.empty()) return dry_run(o);
+  if (std::string note = unused_gpus_note(o); !note.empty()) say("spmdrun: note: " + note + "\n");
   if (!o.hostfile.empty() && o.dry_run) return run_launcher(o);
   // The workers' error files need a directory even without --log-dir, -r or -t: a temporary
   // one, owned by the guard, so it is removed even when the launcher process is killed.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "launcher/gpu_layout.hpp"
 #include "launcher/hang_watch.hpp"
 #include "launcher/slurm_step.hpp"
 #include "spmd/error.hpp"
@@ -57,7 +58,7 @@ struct Raw {
   std::string rdzv_backend = "static";
   std::string rdzv_conf;
   std::string local_ranks_filter;
-  std::string node_rank, master_port, max_restarts, monitor_interval, grace_period;
+  std::string node_rank, master_port, max_restarts, monitor_interval, grace_period, gpus_per_proc;
   bool rdzv_id_given = false;
 };
 
@@ -89,6 +90,7 @@ const std::vector<Flag>& flags() {
     };
     value("nnodes", {}, [](Options&, Raw& r, const std::string& v) { r.nnodes = v; });
     value("nproc_per_node", {}, [](Options&, Raw& r, const std::string& v) { r.nproc_per_node = v; });
+    value("gpus_per_proc", {}, [](Options&, Raw& r, const std::string& v) { r.gpus_per_proc = v; });
     value("node_rank", {}, [](Options&, Raw& r, const std::string& v) { r.node_rank = v; });
     value("master_addr", {}, [](Options& o, Raw&, const std::string& v) {
       o.master_addr = v;
@@ -155,17 +157,19 @@ void parse_nnodes(Options& o, const std::string& v) {
     usage_error("--nnodes " + v + ": expected N or MIN:MAX with 1 <= MIN <= MAX");
 }
 
+// gpu and auto are resolved once every flag is known (resolve_gpus): they count GPUs, and
+// only when they are asked for.
 void parse_nproc(Options& o, const std::string& v) {
-  if (v == "auto" || v == "cpu") {
+  o.nproc_spec = v;
+  if (v == "gpu" || v == "auto") return;
+  if (v == "cpu") {
     o.nproc_per_node = cpu_count();
     return;
   }
-  if (v == "gpu")
-    usage_error("--nproc-per-node gpu: spmdrun does not count GPUs; give the number of processes");
   o.nproc_per_node = to_int("--nproc-per-node", v);
   if (o.nproc_per_node < 1 || o.nproc_per_node > 4096)
     usage_error("--nproc-per-node " + v + ": expected a number of processes from 1 to 4096, "
-                "or auto/cpu (one per CPU core)");
+                "gpu (one per GPU), cpu (one per CPU core) or auto (gpu when there are GPUs, else cpu)");
 }
 
 void parse_rdzv_conf(Options& o, const std::string& conf) {
@@ -223,6 +227,11 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
   apply_slurm_step(o, r, env);
   parse_nnodes(o, r.nnodes.empty() ? "1" : r.nnodes);
   parse_nproc(o, r.nproc_per_node);
+  if (!r.gpus_per_proc.empty()) {
+    o.gpus_per_proc = to_int("--gpus-per-proc", r.gpus_per_proc);
+    if (o.gpus_per_proc < 1 || o.gpus_per_proc > 1024)
+      usage_error("--gpus-per-proc " + r.gpus_per_proc + ": expected a number of GPUs per process from 1 to 1024");
+  }
   if (!r.node_rank.empty()) o.node_rank = to_int("--node-rank", r.node_rank);
   if (!r.master_port.empty()) {
     o.master_port = to_int("--master-port", r.master_port);
@@ -270,6 +279,7 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
   if (o.module && o.no_python) usage_error("--module and --no-python exclude each other");
   if (o.program.empty() && !o.dry_run)
     usage_error("no program given: spmdrun [flags] PROGRAM [ARGS...]");
+  resolve_gpus(o, env);  // last: a command line that is wrong anyway loads no driver
 }
 
 }  // namespace

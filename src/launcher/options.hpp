@@ -19,7 +19,15 @@ struct Options {
   int min_nodes = 1;
   int max_nodes = 1;
   int nproc_per_node = 1;
+  std::string nproc_spec = "1";  // as given: a number, gpu, auto or cpu (head-node mode forwards it)
   int node_rank = 0;
+  // GPUs (gpu_layout.hpp): --gpus-per-proc K (0 = not given) and this node's GPUs as workers
+  // name them in CUDA_VISIBLE_DEVICES, known when gpu/auto or --gpus-per-proc counted them.
+  int gpus_per_proc = 0;
+  std::vector<std::string> node_gpus;
+  bool nproc_from_gpus = false;  // gpu/auto found GPUs: nproc_per_node = their count / K
+  bool gpus_assumed = false;     // --dry-run without enough GPUs here: node_gpus are 0..nproc*K-1
+  std::string gpus_here;         // ... and what this machine has, for the table's footnote
   // Rendezvous.
   std::string master_addr = "127.0.0.1";
   bool master_addr_given = false;

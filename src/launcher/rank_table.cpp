@@ -33,13 +33,15 @@ std::vector<RankEntry> RankTable::all() const {
   return out;
 }
 
-std::string RankTable::format() const {
-  std::string text = "node_rank  local_rank  rank  world_size  local_world_size\n";
+std::string RankTable::format(const std::function<std::string(const RankEntry&)>& gpus) const {
+  std::string text = "node_rank  local_rank  rank  world_size  local_world_size";
+  text += gpus ? "  gpus\n" : "\n";
   char line[96];
   for (const auto& e : all()) {
-    std::snprintf(line, sizeof line, "%9d  %10d  %4d  %10d  %16d\n", e.node_rank, e.local_rank,
+    std::snprintf(line, sizeof line, "%9d  %10d  %4d  %10d  %16d", e.node_rank, e.local_rank,
                   e.global_rank, e.world_size, e.local_world_size);
     text += line;
+    text += gpus ? "  " + gpus(e) + "\n" : "\n";
   }
   return text;
 }

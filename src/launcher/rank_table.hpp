@@ -3,6 +3,7 @@
 // the nodes below it (docs/launcher.md).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,9 @@ class RankTable {
   int local_world_size(int node_rank) const { return counts_.at(static_cast<size_t>(node_rank)); }
   std::vector<RankEntry> node(int node_rank) const;
   std::vector<RankEntry> all() const;
-  // A fixed-width text table (header + one line per process), for --dry-run.
-  std::string format() const;
+  // A fixed-width text table (header + one line per process), for --dry-run; with `gpus`, a
+  // last column "gpus" holding what it returns for each process.
+  std::string format(const std::function<std::string(const RankEntry&)>& gpus = nullptr) const;
 
  private:
   std::vector<int> counts_;
