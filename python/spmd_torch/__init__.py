@@ -1,14 +1,18 @@
 """spmd's collectives as the torch.distributed backend "spmd" (CPU tensors).
 
-    import spmd_torch                       # registers the backend "spmd"
+    import spmd_torch                       # registers the backend "spmd" and init_method "spmd://"
     torch.distributed.init_process_group("spmd")                 # env:// (spmdrun, torchrun)
     torch.distributed.init_process_group("cpu:spmd,cuda:nccl")   # torch 2.x: CPU tensors to spmd
+    torch.distributed.init_process_group("spmd", init_method="spmd://")  # also mpirun, srun, PMI
 
 The backend is registered for CPU tensors only (torch 2.x's `devices=`), so CUDA tensors of a
 job that also has a GPU backend never reach it. Built against the torch of the Python that
 built it (torch 1.13 or 2.x); importing it into another torch raises ImportError saying so.
 """
 import inspect
+import os
+import urllib.parse
+from datetime import timedelta
 
 import torch
 import torch.distributed as _dist
@@ -84,10 +88,50 @@ def _coalesce_cpu_batches():
     c10d.batch_isend_irecv = batch_isend_irecv
 
 
+def _spmd_rendezvous(url, timeout=timedelta(minutes=30), **kwargs):
+    """init_method="spmd://": rank, world size and the meeting place from whatever started the
+    job, as spmd's C++ init reads them — spmdrun's or torchrun's variables (RANK, WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT), Open MPI's (mpirun), Slurm's (srun) or PMI's — so that
+    `mpirun -np 4 python3 train.py` and `srun python3 train.py` need no wrapper. Without
+    MASTER_ADDR/MASTER_PORT the ranks of one node meet in a file store named after their
+    launcher; across nodes, Slurm's first host and a port derived from the job (as spmd's C++
+    init does), else the variables must be given. RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE, GROUP_RANK (the node) and MASTER_ADDR/PORT are set for the script (where
+    unset), as torchrun sets them. `?rank=&world_size=` in the URL (torch adds them when given
+    to init_process_group) must agree with the launcher's."""
+    job = _C._launch_env()
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))
+    for key in ("rank", "world_size"):
+        if key in query and int(query[key]) != job[key]:
+            raise ValueError(f"init_process_group: {key}={query[key]} was given, but the launcher "
+                             f"({job['source']}) says {key} {job[key]}; leave it out with init_method='spmd://'")
+    rank, size = job["rank"], job["world_size"]
+    for name, value in (("RANK", rank), ("WORLD_SIZE", size), ("LOCAL_RANK", job["local_rank"]),
+                        ("LOCAL_WORLD_SIZE", job["local_world_size"]), ("GROUP_RANK", job["node_rank"])):
+        os.environ.setdefault(name, str(value))
+    if job["master_addr"] and job["master_port"]:
+        os.environ.setdefault("MASTER_ADDR", job["master_addr"])
+        os.environ.setdefault("MASTER_PORT", str(job["master_port"]))
+        options = {}
+        if "use_libuv" in (_dist.TCPStore.__init__.__doc__ or ""):  # torch 2.x (libuv may be missing)
+            options["use_libuv"] = os.environ.get("USE_LIBUV", "0") == "1"
+        store = _dist.TCPStore(job["master_addr"], job["master_port"], size, rank == 0, timeout, **options)
+    elif job["file_store"]:
+        store = _dist.FileStore(job["file_store"].replace(".store", ".torch.store"), size)
+    else:
+        raise ValueError(
+            f"init_method='spmd://': this job ({job['source']}, {size} ranks on {job['nnodes']} node(s)) names no "
+            "meeting place: set MASTER_ADDR and MASTER_PORT (node 0's address and a free port) on every rank, or "
+            "start it with spmdrun")
+    yield (store, rank, size)
+    raise RuntimeError("init_method='spmd://' cannot rendezvous again (start a new job)")
+
+
 _check_torch_version()
 from ._C import BACKEND_NAME, ProcessGroupSpmd, __version__, _create_process_group  # noqa: E402
 
 __all__ = ["BACKEND_NAME", "ProcessGroupSpmd", "__version__"]
 _register()
+_dist.register_rendezvous_handler("spmd", _spmd_rendezvous)
 if _TORCH2:
     _coalesce_cpu_batches()

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/launcherless_store.hpp"
 #include "noop_backend.hpp"
 #include "process_group.hpp"
+#include "spmd/topology.hpp"
 #include "spmd/version.hpp"
 
 namespace py = pybind11;
@@ -38,6 +40,25 @@ torch.distributed.ProcessGroupGloo: ProcessGroupSpmd(store, rank, size, timeout)
   // torch.distributed's creator signature for plugins (1.13): (store, rank, size, timeout).
   m.def("_create_process_group", &ProcessGroupSpmd::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>());
+  // For init_method="spmd://" (spmd_torch/__init__.py): the job as spmd's C++ init reads it
+  // from spmdrun's, torchrun's, Open MPI's, Slurm's or PMI's variables, and where its ranks
+  // meet when no MASTER_ADDR/MASTER_PORT is given. Bad variables raise, naming them.
+  m.def("_launch_env", [] {
+    const spmd::Topology t = spmd::Topology::from_env();
+    py::dict d;
+    d["rank"] = t.rank;
+    d["world_size"] = t.world_size;
+    d["local_rank"] = t.local_rank;
+    d["local_world_size"] = t.local_world_size;
+    d["node_rank"] = t.node_rank;
+    d["nnodes"] = t.nnodes;
+    d["master_addr"] = t.master_addr;
+    d["master_port"] = t.master_port;
+    d["source"] = spmd::launch_source_name(t.source);
+    auto path = spmd::launcherless_store_path(t);
+    d["file_store"] = path ? py::cast(*path) : py::none();
+    return d;
+  });
   // For bench/torch/overhead.py: the floor (a backend that does nothing, registered the same
   // way) and the same all_reduce issued from C++ on the group's spmd group.
   py::class_<spmd::torch_dist::NoopBackend, spmd::torch_dist::BackendBase,

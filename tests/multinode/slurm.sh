@@ -8,7 +8,9 @@
 #     derived from the job and step ids (spmd::slurm_master_port);
 #  3. srun -N 3 --ntasks-per-node 1 spmdrun --nproc-per-node 2 PROG: spmdrun reads the node
 #     count, its node rank and the rendezvous point from the step;
-#  4. the sbatch script of docs/multinode.md (srun + spmdrun + train_mlp), sbatch --wait.
+#  4. the sbatch script of docs/multinode.md (srun + spmdrun + train_mlp), sbatch --wait;
+#  5. srun -N 3 -n 6 python3 SCRIPT: a torch script with init_method="spmd://" (where the
+#     build has the spmd_torch module and Debian's python3 has torch).
 # Usage: slurm.sh BIN_DIR   (exit 77 = skipped: no namespaces or no Slurm here)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -104,5 +106,16 @@ grep -qE 'parameter checksum .* identical on all 6 ranks: yes' "$WORK/train.out"
   fail "sbatch: no checksum line: $(tail -30 "$WORK/train.out")"
 echo "ok: sbatch script (srun spmdrun train_mlp on 3 nodes x 2): $(grep -oE 'parameter checksum [^,]+' "$WORK/train.out")"
 passed=$((passed + 1))
+
+# 5. torch without a launcher of spmd's: srun starts the Python ranks, spmd:// reads Slurm's variables.
+if [[ -d $BIN/../python/spmd_torch ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  PYTHONPATH=$BIN/../python slurm_run srunpy srun -N 3 -n 6 --ntasks-per-node 2 /usr/bin/python3 \
+    "$(cd "$(dirname "$0")/.." && pwd)/interop/torch_backend/launcherless.py"
+  expect_lines srunpy 'spmd:// rank [0-5] of 6, local rank [01] of 2: all_reduce ok' 6
+  echo "ok: srun -N 3 -n 6 python3 (torch, init_method spmd://)"
+  passed=$((passed + 1))
+else
+  echo "skipped: srun python3 with spmd:// (no spmd_torch module in this build, or no torch)"
+fi
 
 echo "multinode slurm: $passed passed, 0 failed"
