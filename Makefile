@@ -1,5 +1,6 @@
 # The two set-up commands: `make demo` and `make test`. Both install what they need first.
 BUILD      ?= build
+DEMO_BUILD ?= build-demo
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
@@ -18,9 +19,16 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: a small MLP trained data-parallel on 4 processes through the launcher.
-demo: build
-	bash scripts/demo.sh $(BUILD)
+# First contact: only the compiler, CMake, Ninja and make (apt), then only the library, spmdrun
+# and the demo program (in a build folder of its own, without debug information or the
+# optional backend modules: the least that trains), then a small MLP trained data-parallel on
+# 4 processes through the launcher. `make test` installs and builds everything.
+demo:
+	bash scripts/install-deps.sh --demo
+	cmake -S . -B $(DEMO_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+	  -DSPMD_BUILD_TESTS=OFF -DSPMD_BUILD_BENCH=OFF -DSPMD_WITH_MPI=OFF -DSPMD_WITH_NCCL=OFF -DSPMD_WITH_TORCH=OFF
+	cmake --build $(DEMO_BUILD) -j $(JOBS) --target spmdrun train_mlp
+	bash scripts/demo.sh $(DEMO_BUILD)
 
 # Everything: the full suite, the torch 2.x checks in a Debian 13 root, then the
 # store/transport tests under ASan+UBSan and TSan.
@@ -46,4 +54,4 @@ bench: build
 	bash bench/run_all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-torch2
+	rm -rf $(BUILD) $(DEMO_BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-torch2

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, exactly the Debian packages spmd's build, tests and benchmarks use.
 # Idempotent: packages already installed are not fetched again, and apt-get update runs only
-# when something is missing. Usage: scripts/install-deps.sh [--core-only]
+# when something is missing. Usage: scripts/install-deps.sh [--demo | --core-only]
+#   --demo       only what `make demo` needs: the compiler, CMake, Ninja and make
+#   --core-only  the build with its unit tests and micro-benchmarks (no interop, cluster or peers)
 set -euo pipefail
 
+# `make demo`: the library, spmdrun and the demo program, nothing else.
+demo=(g++ cmake ninja-build make)
 # Build: compiler, build system, unit tests, micro-benchmarks.
 core=(g++ cmake ninja-build make pkg-config libgtest-dev libgmock-dev libbenchmark-dev)
 # Tests: the libFuzzer runtime for the store's frame-parser fuzz target; ip/ps for the
@@ -23,8 +27,12 @@ tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client
 # (bench/observe/recorder_cost.sh).
 bench=(openmpi-bin libopenmpi-dev python3-matplotlib valgrind)
 
-want=("${core[@]}")
-if [[ "${1:-}" != "--core-only" ]]; then want+=("${tests[@]}" "${bench[@]}"); fi
+case "${1:-}" in
+  --demo) want=("${demo[@]}") ;;
+  --core-only) want=("${core[@]}") ;;
+  "") want=("${core[@]}" "${tests[@]}" "${bench[@]}") ;;
+  *) echo "install-deps: unknown option ${1} (use --demo, --core-only, or nothing for everything)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${want[@]}"; do
