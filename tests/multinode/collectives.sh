@@ -31,8 +31,10 @@ bench_case() {
   shift
   static_job "$name" 3 2 "$BIN/spmd-bench" -n 1 -w 0 "$@" ||
     fail "spmd-bench $* failed (rc ${JOB_RC[*]}): $(all_output "$name" | tail -30)"
-  all_output "$name" | awk '/^ *[0-9]/ && $NF != 0 { bad = 1 } END { exit bad }' ||
-    fail "spmd-bench $*: wrong elements: $(all_output "$name")"
+  # Rows are "[rank]:  size count type ... #wrong"; every row must say 0 wrong, and rows there must be.
+  all_output "$name" | awk '{ sub(/^\[[0-9]+\]:/, "") } /^ *[0-9]/ { rows++; if ($NF != 0) bad = 1 }
+                            END { exit (bad || rows == 0) }' ||
+    fail "spmd-bench $*: wrong elements, or no result rows: $(all_output "$name")"
 }
 all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,all_to_all,gather,scatter,barrier,sendrecv
 bench_case bench_f32 -c "$all" -s 8,4K,100K,3M -r 5

@@ -279,7 +279,6 @@ def test_subgroups(rank, world):
             check("subgroup reduce", t, sum(values(r) for r in members))
         outs = [torch.empty(6) for _ in members]
         dist.all_gather(outs, values(rank), group=g)
-        check("subgroup all_gather", outs, outs)  # shapes checked below
         for i, r in enumerate(members):
             check(f"subgroup all_gather [{i}]", outs[i], values(r))
         if len(members) > 1:

@@ -83,8 +83,11 @@ TEST(Sampler, PermutationIsAPermutationAndPortable) {
   auto sorted = p;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) ASSERT_EQ(sorted[i], i);
-  // Pinned values: the documented SplitMix64 + Fisher-Yates gives these everywhere.
-  EXPECT_EQ(deterministic_permutation(5, 0), deterministic_permutation(5, 0));
+  // Pinned values: the documented SplitMix64 + Fisher-Yates gives these on every machine and
+  // compiler (a checkpointed job resumed elsewhere must see the same order). Written down once
+  // from this implementation; a change of algorithm must change them on purpose.
+  EXPECT_EQ(deterministic_permutation(5, 0), (std::vector<size_t>{2, 3, 0, 1, 4}));
+  EXPECT_EQ(deterministic_permutation(8, 123), (std::vector<size_t>{0, 1, 4, 2, 3, 7, 6, 5}));
   EXPECT_TRUE(deterministic_permutation(0, 1).empty());
   EXPECT_EQ(deterministic_permutation(1, 1), (std::vector<size_t>{0}));
 }
