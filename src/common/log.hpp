@@ -12,6 +12,10 @@ enum class Level { Warn = 0, Info = 1, Trace = 2 };
 extern const Level kLevel;      // read once from SPMD_DEBUG, when the library loads
 inline bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(kLevel); }
 void set_rank(int rank);        // -1 = unknown
+// "" when SPMD_DEBUG is unset or a level (WARN, INFO, TRACE, or DEBUG/DETAIL for TRACE, in any
+// case); else a message naming the value and the accepted ones. spmdrun refuses such a value
+// (exit 2), and so does ProcessGroup::create, the world of spmd::init (InvalidArgument).
+std::string level_error();
 void write(Level l, const std::string& message);
 
 }  // namespace spmd::log

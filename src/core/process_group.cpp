@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "collectives/reduce_kernels.hpp"
+#include "common/log.hpp"
 #include "core/group_impl.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"
@@ -68,6 +69,10 @@ const std::vector<TensorView>& equal_blocks(const TensorView& t, int parts) {
 std::shared_ptr<ProcessGroup> ProcessGroup::create(std::shared_ptr<Store> store, int rank, int world_size,
                                                    GroupOptions options) {
   if (!store) raise(ErrorKind::InvalidArgument, "ProcessGroup::create: no store given");
+  // A mistyped SPMD_DEBUG (verbose, 1) would otherwise log nothing more and say nothing: refuse
+  // it here, where every program starts its world (the level itself is read while the library
+  // loads, too early to raise).
+  if (std::string bad = log::level_error(); !bad.empty()) raise(ErrorKind::InvalidArgument, bad);
   if (world_size < 1)
     raise(ErrorKind::InvalidArgument, "ProcessGroup::create: world_size must be at least 1, got " +
                                           std::to_string(world_size));

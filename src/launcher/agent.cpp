@@ -14,6 +14,7 @@
 #include "launcher/hang_watch.hpp"
 #include "common/error_text.hpp"
 #include "launcher/process_tree.hpp"
+#include "launcher/program_check.hpp"
 #include "launcher/root_cause.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
@@ -102,7 +103,16 @@ bool AttemptRun::all_workers_ended() const {
 void AttemptRun::start_workers() {
   std::vector<RankEntry> entries = plan_.table.node(plan_.node_rank);
   bool prefix_lines = plan_.table.world_size() > 1;
-  std::vector<std::string> argv = worker_command(o_);
+  // A one-node job checked this before it started anything (main.cpp); a node of a multi-node
+  // job checks here, after the rendezvous, so that every node stops with this line at once
+  // instead of waiting for the node that left before it joined.
+  if (std::optional<ProgramProblem> problem = check_program(o_)) {
+    outcome_.kind = AttemptOutcome::Kind::StartFailed;
+    outcome_.exit_code = problem->exit_code;
+    outcome_.message = problem->message;
+    begin_stop(SIGTERM);
+    return;
+  }
   workers_.reserve(entries.size());
   for (const RankEntry& e : entries) {
     Worker w;
@@ -111,7 +121,8 @@ void AttemptRun::start_workers() {
     try {
       w.error_file = worker_error_file(o_, attempt_dir_, e.local_rank);
       ::unlink(w.error_file.c_str());  // a stale one (an earlier round, or job with this --log-dir)
-      SpawnSpec spec{argv, worker_environment(o_, plan_, e, environ, w.error_file), &signals_.original_mask()};
+      SpawnSpec spec{worker_command(o_, e.local_rank), worker_environment(o_, plan_, e, environ, w.error_file),
+                     &signals_.original_mask()};
       w.process = ChildProcess::spawn(spec);
     } catch (const Error& err) {
       outcome_.kind = AttemptOutcome::Kind::StartFailed;

@@ -39,7 +39,7 @@ bool torch_may_share_agent_store(const Options& o) {
   return !major || *major < 2;
 }
 
-std::vector<std::string> worker_command(const Options& o) {
+std::vector<std::string> worker_command(const Options& o, int local_rank) {
   std::vector<std::string> argv;
   if (runs_python(o)) {
     argv = {python_executable(), "-u"};
@@ -54,6 +54,10 @@ std::vector<std::string> worker_command(const Options& o) {
     }
   }
   argv.push_back(o.program);
+  // torch.distributed.launch without --use-env: scripts of that time read their local rank
+  // from this argument (argparse's --local_rank; torch 2.x's launch spells it --local-rank).
+  if (!o.local_rank_arg.empty())
+    argv.push_back("--" + o.local_rank_arg + "=" + (local_rank >= 0 ? std::to_string(local_rank) : "<LOCAL_RANK>"));
   argv.insert(argv.end(), o.program_args.begin(), o.program_args.end());
   return argv;
 }

@@ -27,8 +27,12 @@ struct AttemptPlan {
 
 // The worker's command line: a .py program (or -m/--run-path) runs under Python — SPMD_PYTHON,
 // else torchrun's PYTHON_EXEC, else the python3 beside spmdrun (a venv's), else python3 from
-// PATH (python_probe.hpp) — with -u; anything else runs directly.
-std::vector<std::string> worker_command(const Options& options);
+// PATH (python_probe.hpp) — with -u; anything else runs directly. With --local-rank-arg,
+// "--local_rank=<local_rank>" (or "--local-rank=") follows the program, before its arguments,
+// as torch.distributed.launch put it; local_rank -1 shows "<LOCAL_RANK>" there (--dry-run).
+std::vector<std::string> worker_command(const Options& options, int local_rank = -1);
+// Whether the program runs under Python (.py without --no-python, -m, --run-path).
+bool runs_python(const Options& options);
 // The Python that runs the workers ("" when the program is not run under Python).
 std::string worker_python(const Options& options);
 // Whether torch workers may use the launcher's store as their agent store

@@ -1,4 +1,10 @@
 // spmdrun --help: every flag, its torchrun spelling and PET_* variable, and what workers get.
+// scripts/spmdrun-docs.sh makes the man page and the bash completion from this text, so its
+// layout is a format: "Name:" at column 0 starts a section; "  TERM  text" (two spaces before
+// the text, or TERM alone on its line when it is long) is an entry, continued on lines indented
+// 28 columns; an option's TERM is "-x, --flag VALUE", where a VALUE "a|b|N" lists the values to
+// complete (lowercase alternatives) and FILE, DIR, CMD say what to complete; "[=a|b]" is an
+// optional value. Other lines indented two columns are prose, with single spaces only.
 #include "launcher/options.hpp"
 
 namespace spmd::launcher {
@@ -42,7 +48,8 @@ Rendezvous:
   --rdzv-backend static|c10d
                             static (default): fixed nodes and node ranks; c10d: nodes join at
                             --rdzv-endpoint and get node ranks in join order
-  --rdzv-endpoint HOST:PORT c10d: the meeting point; the first node to bind it hosts the store
+  --rdzv-endpoint HOST:PORT
+                            c10d: the meeting point; the first node to bind it hosts the store
   --rdzv-id ID              the job's id (TORCHELASTIC_RUN_ID; default "none"); nodes of one
                             c10d job must give the same id
   --rdzv-conf K=V,...       join_timeout=SECONDS (default 600), last_call_timeout=SECONDS
@@ -62,15 +69,18 @@ Workers:
   --no-python               execute PROGRAM directly, even if it ends in .py
   -m, --module              run PROGRAM as a Python module (python3 -u -m PROGRAM)
   --run-path                run PROGRAM (a .py path) with runpy.run_path in the worker's Python
-  --start-method M          accepted for torchrun compatibility (workers are always fork+exec)
+  --start-method spawn|fork|forkserver
+                            accepted for torchrun compatibility (workers are always fork+exec)
 
 Output:
-  -r, --redirects V         send worker streams to log files only: 0 none, 1 stdout,
+  -r, --redirects 0|1|2|3|R:V,..
+                            send worker streams to log files only: 0 none, 1 stdout,
                             2 stderr, 3 both; or per local rank, e.g. 0:3,1:2
-  -t, --tee V               same values: write log files AND show on the console
+  -t, --tee 0|1|2|3|R:V,..  same values: write log files AND show on the console
   --log-dir DIR             log files go to DIR/<rdzv id>/attempt_<n>/<local rank>/{stdout,
                             stderr}.log (default with -r/-t: a new directory under $TMPDIR)
-  --local-ranks-filter R,.. show only these local ranks' output on the console (log files
+  --local-ranks-filter R,..
+                            show only these local ranks' output on the console (log files
                             keep everything)
   Each console line of a worker is prefixed "[<global rank>]:" when the job has more than one
   process; TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (with $role_name, $rank, $local_rank) changes
@@ -99,7 +109,32 @@ spmd extras:
   -h, --help                this text
   --version                 spmdrun's version
 
-Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
+torch.distributed.launch:
+  --local-rank-arg[=local_rank|local-rank]
+                            give each worker its local rank as an argument too, as the
+                            deprecated torch.distributed.launch did: --local_rank=N (the
+                            default, torch 1.x's) or --local-rank=N (torch 2.x's), right after
+                            PROGRAM, before ARGS; for scripts that read it with argparse
+  --use-env                 torch.distributed.launch's flag for no such argument (LOCAL_RANK
+                            only): spmdrun's default, accepted for commands moved over
+
+Environment:
+  PET_<NAME>                the default of flag --<name> (PET_NPROC_PER_NODE=4); flags win
+  SPMD_PYTHON, PYTHON_EXEC  the Python of .py programs (else the python3 beside spmdrun, else
+                            python3 from PATH)
+  SPMD_DEBUG                log level of spmdrun and of spmd in the workers: WARN (default),
+                            INFO or TRACE (also DEBUG, DETAIL), any case; spmdrun refuses any
+                            other value (exit 2)
+  SPMD_TIMEOUT              spmd's operation timeout (default 600 s); --hang-timeout defaults
+                            to half of it
+  SPMD_REMOTE_SPMDRUN       the spmdrun --hostfile starts on each host (default: this one)
+  CUDA_VISIBLE_DEVICES      the GPUs that gpu, auto and --gpus-per-proc count and split
+  TORCHELASTIC_ERROR_FILE   set for spmdrun itself: where a failed job's root cause is written
+                            (as torchrun does)
+  OMP_NUM_THREADS           passed on when set; else 1 with more than one process per node
+
+Workers get:
+  RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE
   ROLE_RANK ROLE_NAME ROLE_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT
   TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID TORCHELASTIC_USE_AGENT_STORE
   TORCHELASTIC_ERROR_FILE (where torch's @record writes an exception; the report shows it)
@@ -113,16 +148,26 @@ Workers get: RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_
   store at MASTER_PORT instead, as a torch 2.x built without libuv needs (its client of an
   agent store asks for libuv); USE_LIBUV=1 says this torch has libuv and keeps spmdrun's.
   TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torchrun 2.x's switch) gives rank 0's store always.
-  With TORCHELASTIC_ERROR_FILE set for spmdrun itself, a failed job's root cause is written
-  there (as torchrun does).
 
-When a worker fails, the others are stopped (SIGTERM to every process of the job, SIGKILL
-after --grace-period) and spmdrun prints which rank failed, where, how (exit code or signal)
-and the end of its stderr, then exits with that worker's exit code (128+N for signal N).
-SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Processes the workers leave
-running are stopped when they end (and named); even kill -9 of spmdrun leaves none behind.
-Exit codes: 0 every worker succeeded; 2 bad flags; 124 the job hung (--hang-timeout); 127 the
-program could not be started.
+Failures:
+  When a worker fails, the others are stopped (SIGTERM to every process of the job, SIGKILL
+  after the grace period) and spmdrun prints which rank failed, where, how (exit code or
+  signal) and the end of its stderr, then exits with that worker's exit code (128+N for
+  signal N). SIGINT/SIGTERM/SIGHUP to spmdrun are forwarded to the workers. Processes the
+  workers leave running are stopped when they end (and named); even kill -9 of spmdrun
+  leaves none behind. A PROGRAM (or .py script) that is not there gets one line naming it
+  before anything starts.
+
+Exit status:
+  0                         every worker on every node succeeded
+  N                         the failed worker's exit code (128+N when signal N ended it)
+  1                         spmdrun itself failed (a rendezvous timed out, a node was lost)
+  2                         bad flags, or a bad SPMD_DEBUG
+  124                       the job hung (--hang-timeout)
+  126                       PROGRAM, its .py script or the Python was found but cannot run
+                            (not executable, not readable, a folder)
+  127                       PROGRAM, its .py script or the Python was not found
+  128+N                     spmdrun itself got signal N
 
 Examples:
   spmdrun --nproc-per-node 4 ./train
@@ -138,6 +183,8 @@ Examples:
   spmdrun --dry-run --nnodes 2 --nproc-per-node 2 --gpus-per-proc 2 ./train
   # from a head node: one spmdrun per host over ssh
   spmdrun --hostfile hosts.txt --nproc-per-node 8 ./train
+  # a script of torch.distributed.launch's time, which reads --local_rank=N
+  spmdrun --nproc-per-node 4 --local-rank-arg train.py
 )";
 }
 

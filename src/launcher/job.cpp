@@ -103,8 +103,15 @@ int run_job(Options o) {
       if (o.scratch_log_dir)  // the workers' error files go with it: no path to show
         for (auto& f : outcome.failures)
           if (f.error_file) f.error_file->path.clear();
-      if (have_report) say(format_failure_report(program_name(o), host, outcome, restarts + 1));
-      if (!verdict.local_root) {
+      // A program that could not start, with no worker started: that one line says it all.
+      bool one_line = outcome.kind == AttemptOutcome::Kind::StartFailed && outcome.failures.empty() &&
+                      outcome.stopped_ranks.empty() && outcome.leftovers.empty();
+      if (one_line)
+        say("spmdrun: " + outcome.message +
+            (restarts > 0 ? " (after " + std::to_string(restarts + 1) + " attempts)" : std::string()) + "\n");
+      else if (have_report)
+        say(format_failure_report(program_name(o), host, outcome, restarts + 1));
+      if (!verdict.local_root && !one_line) {  // (a node that could not start either said why)
         say("spmdrun: the job failed on another node: " + verdict.remote_cause +
             " (its spmdrun printed the report); this node's workers were stopped\n");
       } else if (!have_report) {

@@ -12,8 +12,10 @@
 #include "launcher/head_node.hpp"
 #include "launcher/job.hpp"
 #include "launcher/options.hpp"
+#include "launcher/program_check.hpp"
 #include "launcher/rank_table.hpp"
 #include "common/error_text.hpp"
+#include "common/log.hpp"
 #include "launcher/stream_pump.hpp"
 #include "launcher/worker_output.hpp"
 #include "spmd/error.hpp"
@@ -45,8 +47,15 @@ int dry_run(const Options& o) {
     text += "(--nnodes " + std::to_string(o.min_nodes) + ":" + std::to_string(o.max_nodes) +
             ": shown for " + std::to_string(o.max_nodes) +
             " nodes; the c10d rendezvous assigns node ranks in join order)\n";
-  text += "(nodes with different --nproc-per-node: each node's first rank is the sum of the "
-          "counts below it, exchanged at the rendezvous)\n";
+  // The table repeats this node's count on every node. Only a count each node makes for itself
+  // can differ between nodes that run this same command (nodes given different numbers run
+  // different commands, and a head node's hostfile slots are shown as commands, not a table).
+  if (o.multi_node() && (o.nproc_spec == "gpu" || o.nproc_spec == "auto" || o.nproc_spec == "cpu"))
+    text += "(--nproc-per-node " + o.nproc_spec + ": each node counts its own " +
+            (o.nproc_spec == "cpu" ? "CPU cores" : o.nproc_spec == "gpu" ? "GPUs" : "GPUs (else CPU cores)") +
+            ", shown here with this machine's " + std::to_string(o.nproc_per_node) +
+            "; nodes with different counts: each node's first rank is the sum of the counts below it, "
+            "exchanged at the rendezvous)\n";
   if (!o.program.empty()) {
     text += "command:";
     for (const auto& a : worker_command(o)) text += " " + a;
@@ -101,7 +110,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   Options& o = parsed.options;
+  // The workers inherit SPMD_DEBUG; a value nobody reads would log nothing and say nothing.
+  if (std::string bad = spmd::log::level_error(); !bad.empty()) {
+    say("spmdrun: error: " + bad + "\n");
+    return 2;
+  }
   if (o.dry_run && o.hostfile.empty()) return dry_run(o);
+  // A mistyped program or script: one line and 127 (126: found, but it cannot run) before
+  // anything starts. Nodes of a multi-node job check after their rendezvous (agent.cpp), and a
+  // head node leaves it to the hosts, where the program runs.
+  if (o.hostfile.empty() && !o.multi_node())
+    if (std::optional<ProgramProblem> problem = check_program(o)) {
+      say("spmdrun: " + problem->message + "\n");
+      return problem->exit_code;
+    }
   if (std::string note = unused_gpus_note(o); !note.empty()) say("spmdrun: note: " + note + "\n");
   if (!o.hostfile.empty() && o.dry_run) return run_launcher(o);
   // The workers' error files need a directory even without --log-dir, -r or -t: a temporary

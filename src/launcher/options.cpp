@@ -67,6 +67,7 @@ struct Flag {
   std::string dest;                // torchrun's dest: PET_<DEST> is its environment default
   bool takes_value;
   std::function<void(Options&, Raw&, const std::string&)> apply;
+  bool optional_value = false;  // --flag or --flag=VALUE (apply gets "" for the bare form)
 };
 
 // Both spellings of a long flag: --a-b and --a_b.
@@ -117,6 +118,19 @@ const std::vector<Flag>& flags() {
     toggle("module", {"-m"}, [](Options& o, Raw&, const std::string&) { o.module = true; });
     toggle("no_python", {}, [](Options& o, Raw&, const std::string&) { o.no_python = true; });
     toggle("run_path", {}, [](Options& o, Raw&, const std::string&) { o.run_path = true; });
+    // torch.distributed.launch's contract for scripts that read --local_rank (off by default,
+    // as in torchrun); its --use-env ("do not append it") is accepted for commands moved over.
+    t.push_back({spellings("local_rank_arg"), "local_rank_arg", false,
+                 [](Options& o, Raw&, const std::string& v) {
+                   if (v.empty() || v == "local_rank" || v == "local-rank") {
+                     o.local_rank_arg = v.empty() ? "local_rank" : v;
+                     return;
+                   }
+                   usage_error("--local-rank-arg=" + v + ": expected local_rank (--local_rank=N, torch 1.x's "
+                               "torch.distributed.launch) or local-rank (--local-rank=N, torch 2.x's)");
+                 },
+                 true});
+    toggle("use_env", {}, [](Options& o, Raw&, const std::string&) { o.use_env = true; });
     value("log_dir", {}, [](Options& o, Raw&, const std::string& v) { o.log_dir = v; });
     value("redirects", {"-r"}, [](Options&, Raw& r, const std::string& v) { r.redirects = v; });
     value("tee", {"-t"}, [](Options&, Raw& r, const std::string& v) { r.tee = v; });
@@ -277,6 +291,9 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
                 "hosts the store)");
   }
   if (o.module && o.no_python) usage_error("--module and --no-python exclude each other");
+  if (o.use_env && !o.local_rank_arg.empty())
+    usage_error("--use-env (torch.distributed.launch's: do not append --local_rank) and --local-rank-arg "
+                "contradict each other; drop one");
   if (o.program.empty() && !o.dry_run)
     usage_error("no program given: spmdrun [flags] PROGRAM [ARGS...]");
   resolve_gpus(o, env);  // last: a command line that is wrong anyway loads no driver
@@ -324,6 +341,12 @@ ParseResult parse_options(const std::vector<std::string>& args,
     auto it = env.find("PET_" + upper(f.dest));
     if (it == env.end()) continue;
     if (f.takes_value) f.apply(o, raw, it->second);
+    else if (f.optional_value) {
+      // PET_LOCAL_RANK_ARG=1 is the bare flag, =local-rank one with its value, =0 none.
+      const std::string& v = it->second;
+      if (v == "1" || v == "true" || v == "True") f.apply(o, raw, "");
+      else if (v != "0" && v != "false" && v != "False" && !v.empty()) f.apply(o, raw, v);
+    }
     else if (to_bool(it->first, it->second)) f.apply(o, raw, "");
   }
   size_t i = 1;
@@ -361,8 +384,8 @@ ParseResult parse_options(const std::vector<std::string>& args,
       }
       f->apply(o, raw, value);
     } else {
-      if (inline_value) usage_error(name + " takes no value");
-      f->apply(o, raw, "");
+      if (inline_value && !f->optional_value) usage_error(name + " takes no value");
+      f->apply(o, raw, value);
     }
   }
   o.launcher_args.assign(args.begin() + 1, args.begin() + static_cast<long>(std::min(i, args.size())));

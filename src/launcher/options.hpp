@@ -48,6 +48,10 @@ struct Options {
   bool no_python = false;
   bool module = false;
   bool run_path = false;
+  // --local-rank-arg[=STYLE]: "local_rank" or "local-rank", the argument torch.distributed.launch
+  // appended ("--local_rank=N"); "" = none (torchrun's way, and --use-env's).
+  std::string local_rank_arg;
+  bool use_env = false;
   // Output.
   std::string log_dir;
   bool scratch_log_dir = false;  // log_dir is spmdrun's own temporary one (error files only)

@@ -7,6 +7,10 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 test -f "$tmp/prefix/include/spmd/spmd.hpp"
 test -f "$tmp/prefix/lib/cmake/spmd/spmdConfig.cmake"
+# spmdrun with its man page and bash completion (made from its --help at build time).
+test -x "$tmp/prefix/bin/spmdrun"
+test -f "$tmp/prefix/share/man/man1/spmdrun.1"
+test -f "$tmp/prefix/share/bash-completion/completions/spmdrun"
 # With the LibTorch adapter installed, find_package(spmd COMPONENTS torch) must give spmd::spmd_torch.
 torch=OFF
 [ -f "$tmp/prefix/lib/cmake/spmd/spmdTorchTargets.cmake" ] && torch=ON
