@@ -271,32 +271,32 @@ for ((rep = 1; rep <= reps; rep++)); do
       # shellcheck disable=SC2046
       each_group spmd-tcp env SPMD_SHM=0 SPMD_LOCAL_SOCKETS=0 SPMD_CMA=0 $(spmd_cmd "$p") --name spmd-tcp
     fi
-    if have gloo && [[ -x $build/bin/gloo-bench ]]; then
-      each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bin/gloo-bench"
+    if have gloo && [[ -x $build/bench/bin/gloo-bench ]]; then
+      each_group gloo "$here/peers/spawn.sh" -t "$limit" "$p" "$build/bench/bin/gloo-bench"
     fi
     for algo in ring hd; do
-      if have "gloo-$algo" && [[ -x $build/bin/gloo-bench ]] && [[ $collectives == *all_reduce* ]]; then
+      if have "gloo-$algo" && [[ -x $build/bench/bin/gloo-bench ]] && [[ $collectives == *all_reduce* ]]; then
         collectives=all_reduce each_group "gloo-$algo" "$here/peers/spawn.sh" -t "$limit" "$p" \
-          "$build/bin/gloo-bench" --algo "$algo"
+          "$build/bench/bin/gloo-bench" --algo "$algo"
       fi
     done
     if have torch-gloo && "$python" -c 'import torch' 2>/dev/null; then
       each_group torch-gloo "$python" "$here/peers/torch_bench.py" --nproc "$p" --timeout "$limit"
     fi
     spin_for polling
-    if have mpi-tcp && [[ -x $build/bin/mpi-bench ]]; then
-      each_group mpi-tcp "${mpirun_base[@]}" -np "$p" --mca btl self,tcp "$build/bin/mpi-bench" --name mpi-tcp
+    if have mpi-tcp && [[ -x $build/bench/bin/mpi-bench ]]; then
+      each_group mpi-tcp "${mpirun_base[@]}" -np "$p" --mca btl self,tcp "$build/bench/bin/mpi-bench" --name mpi-tcp
     fi
-    if have mpi-shm && [[ -x $build/bin/mpi-bench ]]; then
-      each_group mpi-shm "${mpirun_base[@]}" -np "$p" --mca btl self,vader "$build/bin/mpi-bench" --name mpi-shm
+    if have mpi-shm && [[ -x $build/bench/bin/mpi-bench ]]; then
+      each_group mpi-shm "${mpirun_base[@]}" -np "$p" --mca btl self,vader "$build/bench/bin/mpi-bench" --name mpi-shm
     fi
-    if have mpi-tuned && [[ -x $build/bin/mpi-bench ]]; then
+    if have mpi-tuned && [[ -x $build/bench/bin/mpi-bench ]]; then
       # shellcheck disable=SC2086  # the MCA settings are words
-      each_group mpi-tuned "${mpirun_base[@]}" -np "$p" --mca btl self,vader $mpi_tuned "$build/bin/mpi-bench" \
+      each_group mpi-tuned "${mpirun_base[@]}" -np "$p" --mca btl self,vader $mpi_tuned "$build/bench/bin/mpi-bench" \
         --name mpi-tuned
     fi
-    if have memcpy && [[ -x $build/bin/copy-bench ]]; then  # the memory bound, in the same conditions
-      run memcpy "$build/bin/copy-bench" -p "$p" -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header
+    if have memcpy && [[ -x $build/bench/bin/copy-bench ]]; then  # the memory bound, in the same conditions
+      run memcpy "$build/bench/bin/copy-bench" -p "$p" -s "$sizes" -n "$iters" -w "$warmup" --csv --no-header
     fi
     if ((steady)) && ((attempt < steady_retries)) && ! { spin_stop; fast after; }; then
       echo "# block rep $rep P=$p discarded: the machine turned slow during it (discarded.log)" | tee -a "$log" >&2

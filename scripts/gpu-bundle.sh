@@ -31,9 +31,11 @@ cmake --build "$build" --target "${targets[@]}" >/dev/null
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-for t in spmdrun gpu_suite_test gpu_fault_test gpu_fault_worker; do
-  [[ -x "$build/bin/$t" && ( $fake == 0 || $t == spmdrun || $t == gpu_suite_test ) ]] || continue
-  cp "$build/bin/$t" "$out/bin/$t"
+# spmdrun is in the build's bin/, the test programs in its tests/bin/; the bundle has one bin/.
+for p in bin/spmdrun tests/bin/gpu_suite_test tests/bin/gpu_fault_test tests/bin/gpu_fault_worker; do
+  t=${p##*/}
+  [[ -x "$build/$p" && ( $fake == 0 || $t == spmdrun || $t == gpu_suite_test ) ]] || continue
+  cp "$build/$p" "$out/bin/$t"
   strip --strip-unneeded "$out/bin/$t"
 done
 if [[ $fake == 1 ]]; then

@@ -5,7 +5,7 @@
 //   reducer buckets   spmd::Reducer: buckets all-reduced while backward continues
 //   reducer views     the same with gradient_as_bucket_view (no copies in or out)
 // and reports the median over steps of the slowest rank's step time.
-//   spmdrun --nproc-per-node 2 build/bin/ddp_overlap_bench [--layers 12] [--width 1024]
+//   spmdrun --nproc-per-node 2 build/bench/bin/ddp_overlap_bench [--layers 12] [--width 1024]
 //       [--batch 16] [--steps 8] [--bucket-mb 25]
 #include <algorithm>
 #include <chrono>

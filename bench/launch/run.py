@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     a = ap.parse_args()
     spmdrun = os.path.join(a.build, "bin", "spmdrun")
-    spmd_prog = os.path.join(a.build, "bin", "spmd_launch_init_barrier")
+    spmd_prog = os.path.join(a.build, "bench", "bin", "spmd_launch_init_barrier")
     for p in (spmdrun, spmd_prog):
         if not os.access(p, os.X_OK):
             sys.exit(f"{p} is missing: cmake --build {a.build} --target spmdrun spmd_launch_init_barrier")

@@ -33,8 +33,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "overhead.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for exe in spmd-bench mpi-bench; do
-  [[ -x $build/bin/$exe ]] || { echo "overhead.sh: $build/bin/$exe is not built" >&2; exit 2; }
+for exe in bin/spmd-bench bench/bin/mpi-bench; do
+  [[ -x $build/$exe ]] || { echo "overhead.sh: $build/$exe is not built" >&2; exit 2; }
 done
 [[ -e $build/lib/libspmd_mpi.so ]] || { echo "overhead.sh: the mpi backend's module is not built" >&2; exit 2; }
 
@@ -61,7 +61,7 @@ common=(-c "$collectives" -s "$sizes" -n "$iters" -w 20 --csv --no-header)
 for ((rep = 1; rep <= reps; rep++)); do
   for p in $nprocs; do
     echo "rep $rep/$reps, P=$p" >&2
-    run mpi "${mpirun[@]}" -np "$p" "$build/bin/mpi-bench" "${common[@]}" --name mpi
+    run mpi "${mpirun[@]}" -np "$p" "$build/bench/bin/mpi-bench" "${common[@]}" --name mpi
     run spmd-mpi env SPMD_BACKEND=mpi "${mpirun[@]}" -x SPMD_BACKEND -np "$p" "$build/bin/spmd-bench" "${common[@]}" \
       --name spmd-mpi
   done

@@ -5,7 +5,7 @@
 // the bytes copied per second by all processes together (C). bench/compare.sh runs it next to
 // the collectives; compare_table.py turns C into each collective's memory bound.
 //
-//   build/bin/copy-bench --nprocs 2 -s 8,64K,1M,16M,64M --csv
+//   build/bench/bin/copy-bench --nprocs 2 -s 8,64K,1M,16M,64M --csv
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>

@@ -1,7 +1,7 @@
 // gloo-bench: Gloo (Debian's libgloo-dev) over its TCP transport on 127.0.0.1, printing the
 // same table as spmd-bench. Ranks meet through a gloo::rendezvous::FileStore directory.
 //
-//   bench/peers/spawn.sh 4 build/bin/gloo-bench -c all_reduce -s 8,64K,1M --algo ring
+//   bench/peers/spawn.sh 4 build/bench/bin/gloo-bench -c all_reduce -s 8,64K,1M --algo ring
 //
 // spawn.sh (or spmdrun) sets RANK and WORLD_SIZE; spawn.sh also sets GLOO_STORE_DIR to a fresh
 // directory. --algo picks the all_reduce implementation: default (gloo::allreduce, what torch

@@ -2,7 +2,7 @@
 // spmd-bench's table format.
 //
 //   mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl self,tcp
-//          --mca oob_tcp_if_include lo build/bin/mpi-bench -c all_reduce --name mpi-tcp
+//          --mca oob_tcp_if_include lo build/bench/bin/mpi-bench -c all_reduce --name mpi-tcp
 //
 // With `--mca btl self,vader` ranks on one node use shared memory; with `self,tcp` they talk
 // over TCP on loopback like spmd's TCP transport does (the fair comparison for the transport).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Store benchmark: spmd TcpStore vs PyTorch's TCPStore, 1/8/64 client processes, one server.
-#   spmd       spmd's TcpStoreServer + spmd's C++ client           (build/bin/store_bench)
-#   torch-cpp  torch's TCPStore server + torch's C++ client (LibTorch 1.13, build/bin/store_bench_torch)
+#   spmd       spmd's TcpStoreServer + spmd's C++ client           (build/bench/bin/store_bench)
+#   torch-cpp  torch's TCPStore server + torch's C++ client (LibTorch 1.13, build/bench/bin/store_bench_torch)
 #   torch-py   torch's TCPStore server + torch.distributed.TCPStore from Python (/usr/bin/python3)
 # spmd vs torch-cpp compares like with like (C++ clients on both sides); torch-py is how
 # PyTorch programs use their store. Each cell is the median of REPEATS runs, interleaved so
@@ -20,15 +20,15 @@ trap 'rm -f "$out"' EXIT
 cmake --build "$build" --target store_bench >/dev/null
 cmake --build "$build" --target store_bench_torch >/dev/null 2>&1 || echo "(LibTorch not found: no torch-cpp column)"
 impls=(spmd)
-[[ -x $build/bin/store_bench_torch ]] && impls+=(torch-cpp)
+[[ -x $build/bench/bin/store_bench_torch ]] && impls+=(torch-cpp)
 $py -c 'import torch.distributed' 2>/dev/null && impls+=(torch-py)
 
 for n in $clients; do
   for ((r = 0; r < repeats; r++)); do
     for impl in "${impls[@]}"; do
       case $impl in
-        spmd) "$build/bin/store_bench" --clients "$n" ;;
-        torch-cpp) "$build/bin/store_bench_torch" --clients "$n" ;;
+        spmd) "$build/bench/bin/store_bench" --clients "$n" ;;
+        torch-cpp) "$build/bench/bin/store_bench_torch" --clients "$n" ;;
         torch-py) $py "$here/torch_store_bench.py" --clients "$n" ;;
       esac | grep '^RESULT' >>"$out"
     done

@@ -4,7 +4,7 @@
 # spmdrun with TORCHELASTIC_USE_AGENT_STORE=True) and with torch's own store (rank 0 hosts a
 # TCPStore at MASTER_PORT). The ranks start init_process_group at the same instant (START_AT),
 # so Python's start-up is not counted. Prints rank 0's time per run.
-# Usage: bench/store/torch_init_time.sh [BUILD_DIR] [REPEATS]   (needs build/bin/store_server_for_tests)
+# Usage: bench/store/torch_init_time.sh [BUILD_DIR] [REPEATS]   (needs build/tests/bin/store_server_for_tests)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
@@ -18,7 +18,7 @@ run() {  # run MODE: one init of 3 ranks; prints "MODE S"
   if [[ $mode == agent ]]; then
     # The server prints its port and lives until its stdin (held open here) is closed.
     dir=$(mktemp -d) && mkfifo "$dir/in" "$dir/out"
-    "$build/bin/store_server_for_tests" <"$dir/in" >"$dir/out" &
+    "$build/tests/bin/store_server_for_tests" <"$dir/in" >"$dir/out" &
     server_pid=$!
     exec {to_server}>"$dir/in"
     read -r _ port <"$dir/out"

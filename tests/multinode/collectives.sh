@@ -15,7 +15,7 @@ export SPMD_TIMEOUT=60
 passed=0
 
 # 1. check mode over the static rendezvous; TRACE shows each call's algorithm and the hosts.
-SPMD_DEBUG=TRACE static_job check 3 2 "$BIN/spmd_collectives_worker" check ||
+SPMD_DEBUG=TRACE static_job check 3 2 "$TESTS_BIN/spmd_collectives_worker" check ||
   fail "check job failed (rc ${JOB_RC[*]}): $(all_output check | grep -v TRACE | tail -30)"
 expect_count check 'rank [0-5] ok' 6
 output_has check 'via hier' ||
@@ -45,7 +45,7 @@ echo "ok: spmd-bench verified ${all//,/ } (f32 sum), bf16 avg, i64 bxor, f64 max
 passed=$((passed + 1))
 
 # 3. c10d rendezvous, TCP on the interface named by SPMD_SOCKET_IFNAME.
-SPMD_SOCKET_IFNAME=eth0 c10d_job c10d 3 2 "$BIN/spmd_collectives_worker" check ||
+SPMD_SOCKET_IFNAME=eth0 c10d_job c10d 3 2 "$TESTS_BIN/spmd_collectives_worker" check ||
   fail "c10d job failed (rc ${JOB_RC[*]}): $(all_output c10d | tail -30)"
 expect_count c10d 'rank [0-5] ok' 6
 echo "ok: check mode, c10d rendezvous, SPMD_SOCKET_IFNAME=eth0"

@@ -20,7 +20,7 @@ elastic_node() {
   bg_on_node "$node" "$WORK/$name.$node" timeout -s KILL 120 "$SPMDRUN" --nnodes 2:3 --nproc-per-node 2 \
     --rdzv-backend c10d --rdzv-endpoint "$(node_addr 0):$MN_PORT" --rdzv-id "$name" \
     --rdzv-conf last_call_timeout=1,peer_timeout=4 --grace-period 2 "$@" \
-    "$BIN/spmd_elastic_worker" --wait-if-world "$wait_world"
+    "$TESTS_BIN/spmd_elastic_worker" --wait-if-world "$wait_world"
   NODE_PID[$node]=$BG_PID
 }
 lines() { cat "$WORK/$1".* | grep -cE "$2" || true; }

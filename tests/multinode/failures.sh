@@ -21,7 +21,7 @@ start_loop() {
   LOOP_PID=()
   for ((i = 0; i < 3; ++i)); do
     bg_on_node "$i" "$WORK/$name.$i" "$SPMDRUN" --nnodes 3 --node-rank "$i" --nproc-per-node 2 \
-      --master-addr "$(node_addr 0)" --master-port "$MN_PORT" --grace-period 2 "$@" "$BIN/all_reduce_loop"
+      --master-addr "$(node_addr 0)" --master-port "$MN_PORT" --grace-period 2 "$@" "$TESTS_BIN/all_reduce_loop"
     LOOP_PID[$i]=$BG_PID  # ip netns exec, unshare and sh all exec: this is spmdrun's own pid
   done
   for ((i = 0; i < 3; ++i)); do

@@ -1,7 +1,7 @@
 # Jobs on the emulated cluster (cluster.sh): one spmdrun per node, outputs in $WORK, and checks.
 # A test script starts with
 #   source "$(dirname "$0")/jobs.sh"
-#   mn_setup "$1" 3 [TOOL...]    # BIN, SPMDRUN, WORK set; 3 nodes up; exit 77 when impossible
+#   mn_setup "$1" 3 [TOOL...]    # BIN, TESTS_BIN, SPMDRUN, WORK set; 3 nodes up; exit 77 when impossible
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 
 MN_PORT=29500                     # the launcher store's port on node 0 (each node has its own ports)
@@ -9,8 +9,13 @@ MN_JOB_TIMEOUT=${MN_JOB_TIMEOUT:-120}
 
 # mn_setup BIN_DIR NNODES [TOOL...]: the common start of a test. Exits 77 (skipped) with a
 # line saying why where namespaces cannot be made or a TOOL is missing; NNODES 0 = no cluster.
+# BIN_DIR is the build's bin/ (spmdrun, spmd-bench, the examples); the test workers
+# (spmd_collectives_worker, spmd_elastic_worker, all_reduce_loop) are in TESTS_BIN, the build's
+# tests/bin/ beside it (BIN_DIR/../tests/bin) unless SPMD_TESTS_BIN names another folder.
 mn_setup() {
   BIN=$(cd "$1" && pwd)
+  TESTS_BIN=${SPMD_TESTS_BIN:-$BIN/../tests/bin}
+  [[ -d $TESTS_BIN ]] && TESTS_BIN=$(cd "$TESTS_BIN" && pwd)
   SPMDRUN=$BIN/spmdrun
   local n=$2 tool
   shift 2

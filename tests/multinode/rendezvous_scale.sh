@@ -7,7 +7,8 @@
 # job runs. Prints one line per N, e.g.
 #   nodes 256: 14.2 s, store: 768 connections (peak 512 open), 81234 segments in, peak RSS 9.1 MiB
 # Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS]
-#   --worker spmd: spmd_elastic_worker, i.e. spmd::init + an all_reduce over all N ranks;
+#   --worker spmd: spmd_elastic_worker (in the build's tests/bin/: jobs.sh's TESTS_BIN),
+#     i.e. spmd::init + an all_reduce over all N ranks;
 #   --hold S: workers sleep S seconds, so the launchers' heartbeats run for that long.
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
 set -uo pipefail
@@ -15,15 +16,17 @@ source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
 worker=(--no-python true)
+spmd_worker=0
 sizes=()
 while (($#)); do
   case $1 in
-    --worker) [[ $2 == spmd ]] && worker=("$(cd "$bin_dir" && pwd)/spmd_elastic_worker"); shift 2 ;;
-    --hold) worker=(--no-python sleep "$2"); shift 2 ;;
+    --worker) [[ $2 == spmd ]] && spmd_worker=1; shift 2 ;;
+    --hold) worker=(--no-python sleep "$2"); spmd_worker=0; shift 2 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
 mn_setup "$bin_dir" 0 nstat
+((spmd_worker)) && worker=("$TESTS_BIN/spmd_elastic_worker")
 MN_RATE="" cluster_up 1 || fail "cannot make the namespace"
 ulimit -n 65536 2>/dev/null || true
 PORT=29400

@@ -77,7 +77,7 @@ echo "ok: srun -n 4 (one node, launcherless file store)"
 passed=$((passed + 1))
 
 # 2. Three nodes, MASTER_ADDR/PORT derived from Slurm's variables.
-slurm_run srun3 srun -N 3 -n 6 --ntasks-per-node 2 "$BIN/spmd_collectives_worker" check
+slurm_run srun3 srun -N 3 -n 6 --ntasks-per-node 2 "$TESTS_BIN/spmd_collectives_worker" check
 expect_lines srun3 'rank [0-5] ok' 6
 slurm_run srun3hosts srun -N 3 -n 6 --ntasks-per-node 2 "$BIN/hello_ranks"
 for i in 0 1 2; do expect_lines srun3hosts "node $i of 3, host node$i\$" 2; done
@@ -85,7 +85,7 @@ echo "ok: srun -N 3 -n 6 (MASTER_ADDR/PORT from SLURM_STEP_NODELIST and the job 
 passed=$((passed + 1))
 
 # 3. srun starts one spmdrun per node; spmdrun takes nodes, node rank and master from Slurm.
-slurm_run spmdrun3 srun -N 3 --ntasks-per-node 1 "$SPMDRUN" --nproc-per-node 2 "$BIN/spmd_collectives_worker" check
+slurm_run spmdrun3 srun -N 3 --ntasks-per-node 1 "$SPMDRUN" --nproc-per-node 2 "$TESTS_BIN/spmd_collectives_worker" check
 expect_lines spmdrun3 'rank [0-5] ok' 6
 echo "ok: srun -N 3 --ntasks-per-node 1 spmdrun --nproc-per-node 2 (node rank and count from Slurm)"
 passed=$((passed + 1))

@@ -67,7 +67,7 @@ expect_placement() {
 
 # 1. The collectives check through ssh; hello_ranks shows which host each rank ran on.
 on_node 0 timeout -s KILL 120 "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH" --nproc-per-node 2 \
-  "$BIN/spmd_collectives_worker" check >"$WORK/check" 2>&1 || fail "head-node check failed: $(tail -30 "$WORK/check")"
+  "$TESTS_BIN/spmd_collectives_worker" check >"$WORK/check" 2>&1 || fail "head-node check failed: $(tail -30 "$WORK/check")"
 [[ $(grep -cE 'rank [0-5] ok' "$WORK/check") == 6 ]] || fail "head-node check: $(tail -30 "$WORK/check")"
 on_node 0 timeout -s KILL 120 "$SPMDRUN" --hostfile "$WORK/hosts" --rsh "$RSH" "$BIN/hello_ranks" >"$WORK/hello" 2>&1 ||
   fail "head-node hello failed: $(tail -30 "$WORK/hello")"

@@ -62,9 +62,9 @@ case $mode in
       > "$work/stdout" 2> "$work/stderr" || fail "compare.sh --smoke exited with $?"
     table=$work/out/table.md
     cols=("spmd")
-    [[ -x $build/bin/gloo-bench ]] && cols+=(gloo)
+    [[ -x $build/bench/bin/gloo-bench ]] && cols+=(gloo)
     /usr/bin/python3 -c 'import torch' 2>/dev/null && cols+=(torch-gloo)
-    [[ -x $build/bin/mpi-bench ]] && cols+=(mpi-shm mpi-tcp mpi-tuned)
+    [[ -x $build/bench/bin/mpi-bench ]] && cols+=(mpi-shm mpi-tcp mpi-tuned)
     for coll in all_reduce broadcast all_gather reduce_scatter; do expect "$table" "### $coll"; done
     for c in "${cols[@]}"; do expect "$table" "| $c |"; done
     expect "$table" "| memory bound | spmd share |"
