@@ -32,8 +32,11 @@ demo:
 
 # Everything: the full suite, the torch 2.x checks in a Debian 13 root, then the
 # store/transport tests under ASan+UBSan and TSan.
+# Ends the ctest part with what it covered: passed, failed, skipped with reasons
+# (scripts/test_summary.py), also when a test failed.
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600 --output-junit ctest-junit.xml; \
+	  status=$$?; python3 scripts/test_summary.py $(BUILD)/ctest-junit.xml || true; exit $$status
 	$(MAKE) torch2
 	$(MAKE) sanitize
 

@@ -2,6 +2,8 @@
 # One gtest executable, registered as one ctest test per executable (fast to list; gtest
 # itself reports each case). Label "sanitize" marks tests the sanitizer builds run. Every one
 # fails a test that leaves a shared-memory segment behind (tests/common/shm_leak_check.cpp).
+# A binary whose every case skipped (a GPU test without a GPU) is reported as skipped, not
+# passed (tests/common/gtest_skip_as_skip.sh).
 include(GoogleTest)
 find_package(GTest REQUIRED)
 function(spmd_add_gtest name)
@@ -13,6 +15,7 @@ function(spmd_add_gtest name)
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
-  add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}")
+  add_test(NAME ${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/common/gtest_skip_as_skip.sh $<TARGET_FILE:${name}>
+                                  --gtest_brief=1)
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "unit;${A_LABELS}" SKIP_RETURN_CODE 77)
 endfunction()
