@@ -41,7 +41,6 @@ void WorkQueue::push(Run run, std::vector<std::shared_ptr<Work::State>> states, 
     } else {
       wake = !ticking_;  // the worker sleeps until woken: wake it once, to start its periods
       ticking_ = true;
-      quiet_periods_ = 0;
     }
   }
   if (wake) cv_.notify_one();
@@ -64,8 +63,11 @@ bool WorkQueue::may_take() const {
 void WorkQueue::tick() {
   // A job pushed before the last period ended has waited at least one whole period.
   startable_ = std::max(startable_, pushed_at_tick_);
-  if (pushed_ == pushed_at_tick_ && ++quiet_periods_ >= kQuietPeriodsBeforeSleep) ticking_ = false;
-  if (pushed_ != pushed_at_tick_) quiet_periods_ = 0;
+  if (pushed_ != pushed_at_tick_) {
+    quiet_periods_ = 0;
+  } else if (++quiet_periods_ >= kQuietPeriodsBeforeSleep) {
+    ticking_ = false;  // everything pushed is startable by now (see above)
+  }
   pushed_at_tick_ = pushed_;
 }
 
