@@ -74,6 +74,15 @@ TEST(PointToPointDirect, AMessagePartlyThroughTheRingPartlyDirectArrivesWhole) {
   });
 }
 
+// The receiver (rank 1) finds a mismatch and stops the group. The sender's call ends cleanly
+// when its message went out before that, or, when it was still waiting (for ring space or for
+// the receiver's buffer), with the receiver's reason: either order is right.
+void expect_reported_by_receiver(ProcessGroup& g, const Error& e) {
+  EXPECT_EQ(e.kind(), ErrorKind::Mismatch) << e.what();
+  if (g.rank() == 0)
+    EXPECT_NE(std::string(e.what()).find("rank 1 stopped the group"), std::string::npos) << e.what();
+}
+
 // A receiver that expects a larger message than is sent offers a buffer the sender must not
 // use: the mismatch is reported as over the ring.
 TEST(PointToPointDirect, ASizeMismatchIsReportedNotWritten) {
@@ -84,8 +93,7 @@ TEST(PointToPointDirect, ASizeMismatchIsReportedNotWritten) {
       else g.recv(v, 0);
       if (g.rank() == 1) ADD_FAILURE() << "a 1 MiB message received as 2 MiB";
     } catch (const Error& e) {
-      EXPECT_EQ(g.rank(), 1) << e.what();
-      EXPECT_EQ(e.kind(), ErrorKind::Mismatch) << e.what();
+      expect_reported_by_receiver(g, e);
       EXPECT_NE(std::string(e.what()).find("262144"), std::string::npos) << e.what();
     }
   });
@@ -107,8 +115,7 @@ TEST(PointToPointDirect, AnotherTagOrDtypeOfTheSameSizeIsReportedNotWritten) {
           ADD_FAILURE() << "a mismatched message was received";
         }
       } catch (const Error& e) {
-        EXPECT_EQ(g.rank(), 1) << e.what();
-        EXPECT_EQ(e.kind(), ErrorKind::Mismatch) << e.what();
+        expect_reported_by_receiver(g, e);
         if (g.rank() == 1 && tag) EXPECT_EQ(f[12345], -1.0f) << "the receiver's buffer was written";
         if (g.rank() == 1 && !tag) EXPECT_EQ(i[12345], 7) << "the receiver's buffer was written";
       }
