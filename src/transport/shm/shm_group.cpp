@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -21,9 +22,13 @@ namespace spmd::shm {
 
 namespace {
 
-void futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
+std::atomic<uint64_t> g_sleeps_run_out{0};
+
+// False when the wait ran out its time (no wake-up came).
+bool futex_wait(std::atomic<uint32_t>& word, uint32_t seen, std::chrono::nanoseconds at_most) {
   timespec ts{static_cast<time_t>(at_most.count() / 1000000000), static_cast<long>(at_most.count() % 1000000000)};
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &ts, nullptr, 0) == 0 ||
+         errno != ETIMEDOUT;
 }
 
 void futex_wake(std::atomic<uint32_t>& word, int waiters) {
@@ -219,9 +224,11 @@ void ShmGroup::sleep_once(uint32_t seen, const OpContext& op) {
   auto slice = std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(10), op.deadline.remaining());
   if (wake_by_) slice = std::min(slice, std::max<std::chrono::nanoseconds>(*wake_by_ - std::chrono::steady_clock::now(),
                                                                             std::chrono::nanoseconds(0)));
-  if (slice.count() > 0) futex_wait(mine.doorbell, seen, slice);
+  if (slice.count() > 0 && !futex_wait(mine.doorbell, seen, slice)) g_sleeps_run_out.fetch_add(1, std::memory_order_relaxed);
   mine.sleeping.store(0, std::memory_order_relaxed);
 }
+
+uint64_t ShmGroup::sleeps_run_out() { return g_sleeps_run_out.load(std::memory_order_relaxed); }
 
 void ShmGroup::check_health(const OpContext& op, const Erased& what) const {
   check_usable();

@@ -145,6 +145,10 @@ class ShmGroup {
     return scratch_.data();
   }
 
+  // Sleeps of this process (all groups) that ran out their slice without a wake-up: a count,
+  // not a time, for tests that check arrivals wake sleepers (a lost wake-up costs a slice).
+  static uint64_t sleeps_run_out();
+
  private:
   bool idle_phase_done(int64_t& spins, std::chrono::steady_clock::time_point start);
   // The sleeper's half of notify_all()'s ordering, after raising `sleeping`; false if it could

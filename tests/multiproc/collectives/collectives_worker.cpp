@@ -3,8 +3,9 @@
 //   check       — a representative set of collectives against references; exits 0 when right
 //   die-mid-op  — rank WORLD_SIZE-1 waits to be killed (SIGKILL by the driver) while
 //                 the others run an all_reduce; they must report PeerLost naming it
-//   stopped-root — two ranks broadcast 256 MiB from rank 1 until the driver stops rank 1
-//                 (SIGSTOP) and rank 0 times out; rank 0 then overwrites its buffer, waits
+//   stopped-root — two ranks broadcast 64 MiB from rank 1 until the driver stops rank 1
+//                 (SIGSTOP) and rank 0 times out; rank 0 says whether the failed broadcast
+//                 had partly written its buffer, then overwrites its buffer, waits
 //                 until the driver has let rank 1 run on and seen it exit (the file
 //                 SPMD_TEST_GO_FILE exists), and exits 0 only if its buffer still holds what
 //                 it wrote: nothing of the failed call may land in it after it returned.
@@ -100,21 +101,29 @@ int die_mid_op(spmd::ProcessGroup& w) {
 
 int stopped_root(spmd::ProcessGroup& w) {
   const int root = 1;
-  std::vector<uint8_t> buf(size_t(256) << 20, 1);
+  std::vector<uint8_t> buf(size_t(64) << 20, 1);
   w.broadcast(buf, root);
   if (w.rank() == root) {
     std::printf("root ready\n");
-    std::fflush(stdout);
+  } else {  // where the driver watches the broadcasts land (it reads this process's memory)
+    std::printf("buffer at %p, %zu bytes\n", static_cast<void*>(buf.data()), buf.size());
   }
+  std::fflush(stdout);
   try {
-    for (;;) w.broadcast(buf, root);
+    // Each broadcast carries another value (2, 3, 2, ...), so a buffer holding both is one
+    // the stopped broadcast had partly written.
+    for (uint8_t value = 2;; value = uint8_t(5 - value)) {
+      if (w.rank() == root) std::fill(buf.begin(), buf.end(), value);
+      w.broadcast(buf, root);
+    }
   } catch (const spmd::Error& e) {
     std::printf("rank %d caught %s: %s\n", w.rank(), spmd::error_kind_name(e.kind()), e.what());
     std::fflush(stdout);
   }
   if (w.rank() == root) return 0;
+  const bool partly = std::find(buf.begin(), buf.end(), buf.front() == 2 ? 3 : 2) != buf.end();
   std::fill(buf.begin(), buf.end(), uint8_t{0x5a});
-  std::printf("rank %d left the call\n", w.rank());
+  std::printf("rank %d left the call (buffer partly written: %s)\n", w.rank(), partly ? "yes" : "no");
   std::fflush(stdout);
   const char* go = std::getenv("SPMD_TEST_GO_FILE");
   for (int i = 0; go && i < 600 && ::access(go, F_OK) != 0; ++i) ::usleep(100000);

@@ -22,7 +22,7 @@ using namespace std::chrono_literals;
 std::vector<std::string> elastic_node(const std::string& endpoint, const std::string& id, int sleep_world,
                                       double last_call_s, const std::vector<std::string>& extra = {}) {
   char conf[96];
-  std::snprintf(conf, sizeof conf, "last_call_timeout=%g,peer_timeout=2", last_call_s);
+  std::snprintf(conf, sizeof conf, "last_call_timeout=%g,peer_timeout=5", last_call_s);
   std::vector<std::string> args{"--nnodes", "2:3", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
                                 "--rdzv-endpoint", endpoint, "--rdzv-id", id, "--rdzv-conf", conf,
                                 "--grace-period", "2"};

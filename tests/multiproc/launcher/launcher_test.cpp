@@ -179,7 +179,7 @@ TEST(Launcher, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
 }
 
 TEST(Launcher, ANodeWhoseLauncherHangsIsFoundByItsMissingHeartbeat) {
-  SleepingTwoNodes job({"--rdzv-conf", "peer_timeout=1"});
+  SleepingTwoNodes job({"--rdzv-conf", "peer_timeout=4"});  // beats every second: a loaded machine may delay one
   Launch& node0 = *job.node0;
   Launch& node1 = *job.node1;
   int launcher1 = launcher_of(node1.pid());
