@@ -1,8 +1,11 @@
-// The streaming copy at the end. The reduction kernels of every instruction set this CPU has give the same bits as the generic
-// ones, for every dtype and op, on inputs with NaNs, infinities, signed zeros, denormals and
-// wrapping integers, at lengths that leave vector tails.
+// The reduction kernels: every kernel this CPU can run (generic, AVX2, AVX-512) against a
+// scalar reference written here independently (integers in 64-bit arithmetic cut to the width,
+// floats in double rounded once to the dtype), then the vector kernels against the generic ones
+// bit for bit, for every dtype and op, on inputs with NaNs, infinities, signed zeros, denormals
+// and wrapping integers, at lengths that leave vector tails. The streaming copy at the end.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -28,6 +31,139 @@ std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, DType t) {
     for (size_t i = 0; i < n; i += 5) std::memcpy(&b[i * 4], &special[(i / 5) % 7], 4);
   }
   return b;
+}
+
+// --- The scalar reference ---------------------------------------------------------------
+// Floats: decoded to double, combined there, rounded once to the dtype (round to nearest even).
+// double has more than twice the precision of every float dtype plus two bits, so one op in
+// double then one rounding equals the correctly rounded op (no double-rounding error).
+
+// The value of a binary float of `mant` fraction bits and `exp` exponent bits.
+double decode(uint64_t bits, int mant, int exp) {
+  const uint64_t m = bits & ((uint64_t{1} << mant) - 1);
+  const int e = static_cast<int>((bits >> mant) & ((uint64_t{1} << exp) - 1));
+  const int bias = (1 << (exp - 1)) - 1;
+  const double sign = (bits >> (mant + exp)) & 1 ? -1.0 : 1.0;
+  if (e == (1 << exp) - 1) return m ? std::nan("") : sign * INFINITY;
+  if (e == 0) return sign * std::ldexp(static_cast<double>(m), 1 - bias - mant);
+  return sign * std::ldexp(static_cast<double>(m | (uint64_t{1} << mant)), e - bias - mant);
+}
+
+// `v` rounded to nearest even in that format; bits. (NaN: any NaN; compared as NaN.)
+uint64_t encode(double v, int mant, int exp) {
+  const uint64_t sign = std::signbit(v) ? uint64_t{1} << (mant + exp) : 0;
+  const uint64_t inf = ((uint64_t{1} << exp) - 1) << mant;
+  if (std::isnan(v)) return inf | (uint64_t{1} << (mant - 1));
+  const int bias = (1 << (exp - 1)) - 1;
+  v = std::fabs(v);
+  if (std::isinf(v)) return sign | inf;
+  if (v == 0) return sign;
+  int e2;
+  std::frexp(v, &e2);  // v = f * 2^e2, f in [0.5, 1): the leading bit is 2^(e2-1)
+  const int lowest = 1 - bias;  // the smallest normal exponent
+  const int e = std::max(e2 - 1, lowest);
+  // Scale so the kept bits are the integer part; nearbyint rounds to nearest even.
+  const double q = std::nearbyint(std::ldexp(v, mant - e));
+  uint64_t bits;
+  if (e == lowest && q < std::ldexp(1.0, mant)) {
+    bits = static_cast<uint64_t>(q);  // subnormal (or, rounded up, the smallest normal)
+  } else {
+    int ee = e;
+    double qq = q;
+    if (qq >= std::ldexp(1.0, mant + 1)) qq /= 2, ++ee;
+    if (ee + bias >= (1 << exp) - 1) return sign | inf;
+    bits = (static_cast<uint64_t>(ee + bias) << mant) | (static_cast<uint64_t>(qq) - (uint64_t{1} << mant));
+  }
+  return sign | bits;
+}
+
+struct Format {
+  int mant, exp;
+};
+Format format_of(DType t) {
+  switch (t) {
+    case DType::F16: return {10, 5};
+    case DType::BF16: return {7, 8};
+    case DType::F32: return {23, 8};
+    default: return {52, 11};
+  }
+}
+
+double combine_floats(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg: return a + b;  // Avg adds; its division is the collective's last step
+    case ReduceOp::Prod: return a * b;
+    case ReduceOp::Min: return std::isnan(a) || std::isnan(b) ? std::nan("") : b < a ? b : a;  // equal: the first
+    case ReduceOp::Max: return std::isnan(a) || std::isnan(b) ? std::nan("") : a < b ? b : a;
+    default: return std::nan("");
+  }
+}
+
+// Integers: in 64 bits, signed or not by dtype, cut to the width (two's complement wrap).
+uint64_t combine_integers(ReduceOp op, DType t, uint64_t a, uint64_t b) {
+  const int bits = static_cast<int>(dtype_size(t)) * 8;
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  auto as_signed = [&](uint64_t x) -> int64_t {
+    if (t == DType::U8) return static_cast<int64_t>(x & mask);
+    return bits == 64 ? static_cast<int64_t>(x) : static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
+  };
+  const int64_t x = as_signed(a), y = as_signed(b);
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg: return (a + b) & mask;
+    case ReduceOp::Prod: return (a * b) & mask;
+    case ReduceOp::Min: return static_cast<uint64_t>(y < x ? y : x) & mask;
+    case ReduceOp::Max: return static_cast<uint64_t>(x < y ? y : x) & mask;
+    case ReduceOp::BitAnd: return a & b;
+    case ReduceOp::BitOr: return a | b;
+    case ReduceOp::BitXor: return a ^ b;
+  }
+  return 0;
+}
+
+uint64_t element(const std::vector<uint8_t>& v, size_t i, size_t width) {
+  uint64_t x = 0;
+  std::memcpy(&x, v.data() + i * width, width);  // little-endian
+  return x;
+}
+
+TEST(Kernels, EveryKernelMatchesAScalarReference) {
+  int compared = 0;
+  for (const char* isa : {"generic", "avx2", "avx512"})
+    for (DType t : kDTypes)
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg,
+                          ReduceOp::BitAnd, ReduceOp::BitOr, ReduceOp::BitXor}) {
+        const bool integer = dtype_is_integer(t);
+        if (!integer && (op == ReduceOp::BitAnd || op == ReduceOp::BitOr || op == ReduceOp::BitXor)) continue;
+        ReduceFn fn = reduce_kernel_for(isa, t, op);
+        if (!fn) continue;  // this CPU lacks the instruction set
+        const size_t n = 4099, w = dtype_size(t);
+        auto a = random_bytes(n, 3, t), b = random_bytes(n, 4, t);
+        std::vector<uint8_t> got(a.size());
+        fn(got.data(), a.data(), b.data(), n);
+        for (size_t i = 0; i < n; ++i) {
+          const uint64_t x = element(a, i, w), y = element(b, i, w), g = element(got, i, w);
+          if (integer) {
+            ASSERT_EQ(g, combine_integers(op, t, x, y)) << isa << " " << dtype_name(t) << " " << reduce_op_name(op)
+                                                        << " element " << i << ": " << x << ", " << y;
+            continue;
+          }
+          const Format f = format_of(t);
+          const double want = combine_floats(op, decode(x, f.mant, f.exp), decode(y, f.mant, f.exp));
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(decode(g, f.mant, f.exp))) << isa << " " << dtype_name(t) << " " << reduce_op_name(op)
+                                                               << " element " << i << ": want NaN";
+          } else {
+            ASSERT_EQ(g, encode(want, f.mant, f.exp))
+                << isa << " " << dtype_name(t) << " " << reduce_op_name(op) << " element " << i << ": "
+                << decode(x, f.mant, f.exp) << " and " << decode(y, f.mant, f.exp) << " want " << want << ", got "
+                << decode(g, f.mant, f.exp);
+          }
+        }
+        ++compared;
+      }
+  EXPECT_GE(compared, 42);  // at least the generic kernels: 4 float dtypes x 5 ops + 4 integer x 8
 }
 
 TEST(Kernels, EveryInstructionSetMatchesGenericBitForBit) {
