@@ -4,6 +4,7 @@
 // every epoch, from which a restarted job resumes.
 //
 //   spmdrun --nproc-per-node 4 build/bin/train_mlp --epochs 5 --checkpoint /tmp/mlp.ckpt
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,13 +36,14 @@ struct Options {
   size_t bucket_cap_kb = 0;  // 0 = the Reducer's defaults (1 MiB first, then 25 MiB)
   std::string hook;          // "", "fp16" or "bf16"
   int crash_after_epoch = -1;  // testing restarts: the last rank exits after saving this epoch, first attempt only
+  std::string save_parameters;  // testing: each rank writes its parameters' bytes to PREFIX.<rank>
 };
 
 [[noreturn]] void usage(const char* bad) {
   std::fprintf(stderr,
                "train_mlp: %s\nusage: train_mlp [--epochs N] [--batch-size B (per rank)] [--lr X] [--momentum X]\n"
                "  [--samples N] [--hidden H] [--noise X] [--seed S] [--checkpoint PATH|''] [--fresh] [--bucket-cap-kb K]\n"
-               "  [--hook fp16|bf16] [--crash-after-epoch E]\n",
+               "  [--hook fp16|bf16] [--crash-after-epoch E] [--save-parameters PREFIX (each rank: PREFIX.<rank>)]\n",
                bad);
   std::exit(2);
 }
@@ -73,6 +75,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--bucket-cap-kb") o.bucket_cap_kb = static_cast<size_t>(number(value()));
     else if (a == "--hook") o.hook = value();
     else if (a == "--crash-after-epoch") o.crash_after_epoch = static_cast<int>(number(value()));
+    else if (a == "--save-parameters") o.save_parameters = value();
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown flag " + a).c_str());
   }
@@ -203,6 +206,18 @@ int run(int argc, char** argv) {
     if (rank == 0)
       std::printf("parameter checksum %.9g, identical on all %d ranks: %s\n", sum, size, lo[0] == hi[0] ? "yes" : "NO");
     if (lo[0] != hi[0]) return 1;
+  }
+  if (!o.save_parameters.empty()) {  // for tests that compare replicas without the collectives under test
+    const std::string path = o.save_parameters + "." + std::to_string(rank);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    bool ok = f != nullptr;
+    for (size_t i = 0; ok && i < model.num_parameters(); ++i)
+      ok = std::fwrite(model.param(i).data(), sizeof(float), model.param(i).size(), f) == model.param(i).size();
+    if (f && std::fclose(f) != 0) ok = false;
+    if (!ok) {
+      std::fprintf(stderr, "train_mlp: rank %d could not write %s: %s\n", rank, path.c_str(), std::strerror(errno));
+      return 1;
+    }
   }
   if (start_epoch >= o.epochs) {
     const Totals ev = evaluate();

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -42,7 +44,21 @@ class TrainMlp : public ::testing::Test {
   }
   void TearDown() override {
     std::remove(ckpt_.c_str());
+    for (const char* run : {"a", "b"})
+      for (int r = 0; r < 4; ++r) std::remove(parameters_file(run, r).c_str());
     ::rmdir(dir_.c_str());
+  }
+  std::string parameters_file(const std::string& run, int rank) const { return dir_ + "/" + run + "." + std::to_string(rank); }
+  // The bytes rank `rank` wrote with --save-parameters DIR/run (read here, not compared by a
+  // collective of the run under test).
+  std::string parameters(const std::string& run, int rank) const {
+    std::ifstream in(parameters_file(run, rank), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void expect_identical_replicas(const std::string& run) const {
+    const std::string rank0 = parameters(run, 0);
+    ASSERT_GT(rank0.size(), 1000u) << "rank 0 wrote no parameters";
+    for (int r = 1; r < 4; ++r) EXPECT_TRUE(parameters(run, r) == rank0) << "rank " << r << "'s parameters differ from rank 0's";
   }
   Result train(int epochs_wanted, std::vector<std::string> extra_launcher = {}, std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--nproc-per-node", "4"};
@@ -56,12 +72,13 @@ class TrainMlp : public ::testing::Test {
 };
 
 TEST_F(TrainMlp, LossDecreasesAndARestartResumes) {
-  Result first = train(3);
+  Result first = train(3, {}, {"--save-parameters", dir_ + "/a"});
   ASSERT_EQ(first.code, 0) << first.out << first.err;
   auto e = epochs(first.out);
   ASSERT_EQ(e.size(), 3u) << first.out;
   EXPECT_LT(e[2].loss, e[0].loss) << first.out;
   EXPECT_GT(e[2].test_acc, 40.0) << first.out;  // 8 classes: chance is 12.5%
+  expect_identical_replicas("a");
 
   Result second = train(4);
   ASSERT_EQ(second.code, 0) << second.out << second.err;
@@ -72,8 +89,11 @@ TEST_F(TrainMlp, LossDecreasesAndARestartResumes) {
   EXPECT_LT(e2[0].loss, e[0].loss);
 }
 
+// ... and ends where a run without the crash ends, bit for bit (deterministic reductions): the
+// checkpoint carried everything (parameters, momentum, the epoch) the rest of training needs.
 TEST_F(TrainMlp, CrashedWorkerIsRestartedAndResumes) {
-  Result r = train(3, {"--max-restarts", "1"}, {"--crash-after-epoch", "0"});
+  ::setenv("SPMD_DETERMINISTIC", "1", 1);  // inherited by spmdrun and its workers
+  Result r = train(3, {"--max-restarts", "1"}, {"--crash-after-epoch", "0", "--save-parameters", dir_ + "/a"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("exits on purpose after epoch 1"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("resumed from " + ckpt_ + ": 1 epoch(s) done"), std::string::npos) << r.out;
@@ -82,6 +102,12 @@ TEST_F(TrainMlp, CrashedWorkerIsRestartedAndResumes) {
   EXPECT_EQ(e[0].epoch, 1);
   EXPECT_EQ(e[1].epoch, 2);
   EXPECT_EQ(e[2].epoch, 3);
+  expect_identical_replicas("a");
+  std::remove(ckpt_.c_str());
+  Result clean = train(3, {}, {"--save-parameters", dir_ + "/b"});
+  ::unsetenv("SPMD_DETERMINISTIC");
+  ASSERT_EQ(clean.code, 0) << clean.out << clean.err;
+  EXPECT_TRUE(parameters("a", 0) == parameters("b", 0)) << "the resumed run ended elsewhere than a clean run";
 }
 
 #ifdef DDP_TOY_LIBTORCH_PATH
