@@ -1,5 +1,5 @@
 # The optional backends' modules: shared libraries that link a vendor library and are loaded
-# only when a group uses their backend (src/backends/module_loader.hpp), so libspmd itself
+# only when a group uses their backend (src/device/module_loader.hpp), so libspmd itself
 # links neither MPI nor CUDA. The backends' own code is always part of libspmd.
 #   SPMD_WITH_MPI  = AUTO|ON|OFF: libspmd_mpi.so over the MPI found by FindMPI (Open MPI)
 #   SPMD_WITH_NCCL = AUTO|ON|OFF: libspmd_cuda.so over the CUDA runtime and NCCL
@@ -71,6 +71,6 @@ if(NOT SPMD_WITH_NCCL STREQUAL "OFF")
 endif()
 
 # Where module_loader.cpp looks (besides next to the library in use).
-target_compile_definitions(spmd PRIVATE SPMD_MODULE_BUILD_DIR="${CMAKE_LIBRARY_OUTPUT_DIRECTORY}"
+target_compile_definitions(spmd_layer_device PRIVATE SPMD_MODULE_BUILD_DIR="${CMAKE_LIBRARY_OUTPUT_DIRECTORY}"
                                         SPMD_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}")
 target_link_libraries(spmd PRIVATE ${CMAKE_DL_LIBS})

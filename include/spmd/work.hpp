@@ -16,7 +16,7 @@ namespace spmd {
 
 class Work {
  public:
-  struct State;  // shared with the group's queue; defined in src/core/work_state.hpp
+  struct State;  // shared with the group's queue; defined in src/group/work_state.hpp
   Work() = default;
   explicit Work(std::shared_ptr<State> s) : state_(std::move(s)) {}
   // A Work that is already done (an operation that ran in the caller's thread), with the

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/launcherless_store.hpp"
+#include "group/launcherless_store.hpp"
 #include "noop_backend.hpp"
 #include "process_group.hpp"
 #include "spmd/topology.hpp"

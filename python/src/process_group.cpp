@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "common/env.hpp"
-#include "core/observe/observer.hpp"
+#include "group/observe/observer.hpp"
 #include "gil.hpp"
 #include "spmd/error.hpp"
 #include "torch_store.hpp"

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/call.hpp"
-#include "core/locality.hpp"
+#include "call/call.hpp"
+#include "call/locality.hpp"
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "spmd/tensor.hpp"
@@ -88,11 +88,17 @@ struct BackendEntry {
   // Null when always usable; otherwise false, with the reason in *why, when this process
   // cannot use it (spmd built without it, its module or runtime missing).
   bool (*available)(std::string* why);
+  // Null, or this process's settings that change what the backend does and so must be the
+  // same on every member of a group (compared when the group is made): "SPMD_ALGO=...;...".
+  std::string (*settings)();
 };
 // Makes the backend(s) of `spec`: a registry name ("native") or device:name pairs
 // ("cpu:native,cuda:nccl", made as a dispatch backend). Unknown or unavailable names raise
 // InvalidArgument listing the usable ones.
 std::unique_ptr<Backend> make_backend(const std::string& spec, const BackendConfig& config);
+// The settings of the backends `spec` names that every member of a group must share
+// (BackendEntry::settings), for the group's agreement.
+std::string backend_settings(const std::string& spec);
 // The usable backends' names.
 std::vector<std::string> backend_names();
 // The spec a group is made with: `requested`, else $SPMD_BACKEND, else default_backend_spec();
@@ -102,6 +108,7 @@ std::string resolve_backend_spec(const std::string& requested);
 std::string default_backend_spec();
 
 std::unique_ptr<Backend> make_native_backend(const BackendConfig& config);
+std::string native_backend_settings();
 std::unique_ptr<Backend> make_mpi_backend(const BackendConfig& config);
 std::unique_ptr<Backend> make_nccl_backend(const BackendConfig& config);
 bool mpi_backend_available(std::string* why);

@@ -23,11 +23,4 @@ BackendSpec parse_backend_spec(const std::string& spec, const std::string& sourc
 // Whether registry backend `name` serves buffers of `type` (InvalidArgument for unknown names).
 bool backend_serves(const std::string& name, DeviceType type);
 
-// True when this process sees an NVIDIA GPU (checked cheaply first: no driver, no GPU). Loads
-// spmd's CUDA module where a driver is.
-bool cuda_device_present();
-// Whether NVIDIA's driver is installed here (or a test's fake CUDA is in place), loading
-// nothing; *why says what was found either way.
-bool cuda_driver_present(std::string* why);
-
 }  // namespace spmd

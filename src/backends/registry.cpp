@@ -1,7 +1,10 @@
 // The backend registry: a backend is one folder under src/backends/ and one row here.
+#include <algorithm>
+
 #include "backends/backend.hpp"
 #include "backends/backend_spec.hpp"
 #include "common/log.hpp"
+#include "device/cuda_api.hpp"
 
 namespace spmd {
 
@@ -9,11 +12,11 @@ namespace {
 
 const BackendEntry kBackends[] = {
     {"native", make_native_backend, "spmd's own algorithms: shared memory within a host, TCP between hosts", true, false,
-     nullptr},
+     nullptr, native_backend_settings},
     {"mpi", make_mpi_backend, "the MPI library's collectives (Open MPI), one communicator per group", true, false,
-     mpi_backend_available},
+     mpi_backend_available, nullptr},
     {"nccl", make_nccl_backend, "NCCL on CUDA buffers, one communicator and CUDA stream per group", false, true,
-     nccl_backend_available},
+     nccl_backend_available, nullptr},
 };
 
 std::string listing() {
@@ -46,6 +49,16 @@ std::unique_ptr<Backend> make_one(const std::string& name, const BackendConfig& 
 }
 
 }  // namespace
+
+std::string backend_settings(const std::string& spec) {
+  const BackendSpec parsed = parse_backend_spec(spec, "backend");
+  std::vector<std::string> names{parsed.single};
+  for (const auto& route : parsed.routes) names.push_back(route.second);
+  std::string out;
+  for (const BackendEntry& b : kBackends)
+    if (b.settings && std::find(names.begin(), names.end(), b.name) != names.end()) out += b.settings();
+  return out;
+}
 
 bool backend_serves(const std::string& name, DeviceType type) {
   const BackendEntry& b = entry(name);

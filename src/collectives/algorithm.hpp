@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "collectives/reduce_kernels.hpp"
-#include "core/call.hpp"
-#include "core/locality.hpp"
+#include "call/reduce_kernels.hpp"
+#include "call/call.hpp"
+#include "call/locality.hpp"
 #include "spmd/tensor.hpp"
 #include "transport/transport.hpp"
 

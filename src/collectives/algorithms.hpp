@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectives/algorithm.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "call/reduce_kernels.hpp"
 #include "spmd/tensor.hpp"
 #include "transport/transport.hpp"
 

@@ -147,9 +147,16 @@ bool applicable(const Algorithm& a, const GroupTraits& g) {
 
 }  // namespace spmd::algo
 
-namespace spmd {
-const char* algorithm_name(uint16_t algo) {
-  if (algo == 0 || algo > algo::all_algorithms().size()) return "";
-  return algo::all_algorithms()[algo - 1].name;
+namespace spmd::algo {
+namespace {
+
+const char* name_of(uint16_t algo) {
+  if (algo == 0 || algo > std::size(kAlgorithms)) return "";
+  return kAlgorithms[algo - 1].name;
 }
-}  // namespace spmd
+
+// call/call.hpp names algorithms through this table (it lies below the algorithms' layer).
+const bool kNamesHandedDown = (set_algorithm_names(&name_of), true);
+
+}  // namespace
+}  // namespace spmd::algo

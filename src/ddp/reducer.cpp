@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "common/log.hpp"
-#include "core/observe/call_probe.hpp"
+#include "call/call_probe.hpp"
 #include "ddp/reducer_impl.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"

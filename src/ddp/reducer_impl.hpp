@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backends/device_memory.hpp"
+#include "device/device_memory.hpp"
 #include "spmd/ddp.hpp"
 
 namespace spmd {

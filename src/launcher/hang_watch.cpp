@@ -10,7 +10,7 @@
 
 #include "common/env.hpp"
 #include "common/log.hpp"
-#include "core/observe/exchange.hpp"
+#include "group/observe/exchange.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"
 

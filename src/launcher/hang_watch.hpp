@@ -1,6 +1,6 @@
 // spmdrun's hang watch (--hang-timeout): while an attempt runs, a thread reads the workers'
 // heartbeats from the launcher's store (each rank publishes its groups' progress there, see
-// core/observe/exchange.hpp) and, when no rank of a group has progressed for the hang timeout
+// group/observe/exchange.hpp) and, when no rank of a group has progressed for the hang timeout
 // while some rank of it is inside a call, asks every rank for its flight records, prints the
 // hang report (which ranks lag, in which call, what they were last doing) and makes its fd
 // readable: the agent then stops the job like any failure. Node 0 watches; the others only

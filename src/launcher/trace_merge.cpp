@@ -12,7 +12,7 @@
 
 #include "common/fd.hpp"
 #include "common/files.hpp"
-#include "core/observe/trace_writer.hpp"
+#include "group/observe/trace_writer.hpp"
 #include "common/error_text.hpp"
 #include "launcher/stream_pump.hpp"
 #include "spmd/error.hpp"

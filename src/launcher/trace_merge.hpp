@@ -1,5 +1,5 @@
 // spmdrun --trace FILE.json: the workers write one Chrome trace file per rank (SPMD_TRACE,
-// core/observe/trace_writer.hpp) into a temporary directory; when the job ends spmdrun merges
+// group/observe/trace_writer.hpp) into a temporary directory; when the job ends spmdrun merges
 // them into FILE.json, one process row per rank (a track per group within it), with the
 // times made relative to the first event. The result opens in ui.perfetto.dev or
 // chrome://tracing; scripts/plot_trace.py draws it as a PNG.

@@ -1,4 +1,4 @@
-// The frame every transport message starts with. The signature of the call (core/call.hpp)
+// The frame every transport message starts with. The signature of the call (call/call.hpp)
 // travels with every message so a receiver can tell "the peer is in a different call"
 // (Error(Mismatch), naming both calls) from "the peer is slow" (Error(Timeout)).
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/call.hpp"
+#include "call/call.hpp"
 
 namespace spmd {
 

@@ -16,7 +16,7 @@
 #include "common/deadline.hpp"
 #include "spmd/error.hpp"
 #include "common/error_text.hpp"
-#include "core/call.hpp"
+#include "call/call.hpp"
 #include "transport/message.hpp"
 
 namespace spmd {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "../unit/collectives/harness.hpp"
-#include "backends/nccl/cuda_api.hpp"
+#include "device/cuda_api.hpp"
 
 namespace spmd::test {
 

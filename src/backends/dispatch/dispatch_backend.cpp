@@ -1,5 +1,5 @@
 // The dispatch backend: one backend per device type ("cpu:native,cuda:nccl", as torch's
-// "cpu:gloo,cuda:nccl"). Each call goes to the backend of its buffers' device (core checks
+// "cpu:gloo,cuda:nccl"). Each call goes to the backend of its buffers' device (the group layer checks
 // that the buffers of one call share a device). A device's backend is made when the group
 // first meets a buffer of that device (a CPU-only job never loads CUDA or NCCL, wherever a GPU
 // is). A barrier runs on every backend this rank has made, in device order, so it also orders

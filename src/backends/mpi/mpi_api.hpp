@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reduce_kernels.hpp"
+#include "call/reduce_kernels.hpp"
 #include "spmd/error.hpp"
 #include "spmd/tensor.hpp"
 

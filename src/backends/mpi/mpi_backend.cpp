@@ -18,7 +18,7 @@
 #include "backends/mpi/mpi_group_comm.hpp"
 #include "backends/mpi/mpi_runtime.hpp"
 #include "backends/mpi/mpi_watchdog.hpp"
-#include "collectives/reduce_kernels.hpp"
+#include "call/reduce_kernels.hpp"
 #include "common/log.hpp"
 
 namespace spmd {
@@ -319,7 +319,7 @@ class MpiBackend final : public Backend {
                                             " is outside MPI's 0.." + std::to_string(tag_limit_));
   }
   void check_tag(const OpContext& op) const { check_tag(op, op.sig.root); }
-  // Receives carry the sender's signature (core matches them); messages say recv.
+  // Receives carry the sender's signature (the group layer matches them); messages say recv.
   static std::string recv_text(const OpContext& op) {
     CallSignature s = op.sig;
     s.collective = Collective::Recv;

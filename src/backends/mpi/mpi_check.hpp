@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/call.hpp"
+#include "call/call.hpp"
 
 namespace spmd::mpi {
 

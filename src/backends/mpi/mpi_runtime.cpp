@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "backends/module_loader.hpp"
+#include "device/module_loader.hpp"
 #include "backends/mpi/mpi_check.hpp"
 #include "backends/mpi/mpi_singletons.hpp"
 #include "common/env.hpp"

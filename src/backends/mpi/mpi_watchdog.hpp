@@ -10,7 +10,7 @@
 #include <string>
 
 #include "backends/mpi/mpi_api.hpp"
-#include "core/call.hpp"
+#include "call/call.hpp"
 
 namespace spmd::mpi {
 

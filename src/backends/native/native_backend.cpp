@@ -12,7 +12,7 @@
 #include "common/env.hpp"
 #include "common/small_array.hpp"
 #include "common/log.hpp"
-#include "core/observe/call_probe.hpp"
+#include "call/call_probe.hpp"
 #include "transport/shm/shm_group.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
@@ -235,6 +235,12 @@ class NativeBackend final : public Backend {
 
 std::unique_ptr<Backend> make_native_backend(const BackendConfig& config) {
   return std::make_unique<NativeBackend>(config);
+}
+
+// What changes the algorithms this backend runs: every member of a group must agree on it.
+std::string native_backend_settings() {
+  return "SPMD_ALGO=" + algo::algorithm_override() + ";SPMD_SHM=" + env::get("SPMD_SHM").value_or("1") +
+         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1");
 }
 
 }  // namespace spmd

@@ -62,16 +62,6 @@ std::string shared_gpu_problem(const BackendConfig& c, const std::vector<std::st
 
 }  // namespace
 
-DeviceGuard::DeviceGuard(Api& api, int device) : api_(api) {
-  int current = -1;
-  if (api_.get_device(&current) == kOk && current == device) return;
-  if (api_.set_device(device) == kOk) previous_ = current;
-}
-
-DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) api_.set_device(previous_);
-}
-
 NcclGroup::NcclGroup(Api& api, const BackendConfig& config, int device)
     : api_(api),
       config_(config),

@@ -17,23 +17,10 @@
 #include <thread>
 
 #include "backends/backend.hpp"
-#include "backends/nccl/cuda_api.hpp"
-#include "core/device_completion.hpp"
+#include "device/cuda_api.hpp"
+#include "device/device_completion.hpp"
 
 namespace spmd::nccl {
-
-// Makes `device` current for the calling thread until the end of the scope.
-class DeviceGuard {
- public:
-  DeviceGuard(Api& api, int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  Api& api_;
-  int previous_ = -1;
-};
 
 // An operation queued on the group's stream: the event recorded after it.
 struct QueuedOp {

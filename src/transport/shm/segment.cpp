@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "common/fd.hpp"
-#include "core/call.hpp"
+#include "call/call.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::shm {

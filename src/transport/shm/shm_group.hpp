@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "common/fd.hpp"
-#include "core/call.hpp"
-#include "core/observe/call_probe.hpp"
+#include "call/call.hpp"
+#include "call/call_probe.hpp"
 #include "spmd/error.hpp"
 #include "spmd/store.hpp"
 #include "transport/shm/huge_pages.hpp"

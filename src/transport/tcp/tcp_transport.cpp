@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "common/log.hpp"
-#include "core/observe/call_probe.hpp"
+#include "call/call_probe.hpp"
 #include "transport/frame_check.hpp"
 #include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"

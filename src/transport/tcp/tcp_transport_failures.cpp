@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/observe/call_probe.hpp"
+#include "call/call_probe.hpp"
 #include "transport/frame_check.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/tcp/tcp_transport.hpp"

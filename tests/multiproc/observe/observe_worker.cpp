@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/env.hpp"
-#include "core/observe/exchange.hpp"
+#include "group/observe/exchange.hpp"
 #include "spmd/ddp.hpp"
 #include "spmd/spmd.hpp"
 

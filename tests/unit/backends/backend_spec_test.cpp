@@ -6,6 +6,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/backend_spec.hpp"
+#include "device/cuda_api.hpp"
 #include "fake_cuda.hpp"
 
 namespace spmd::test {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "collectives/reduce_kernels.hpp"
+#include "call/reduce_kernels.hpp"
 
 namespace spmd::test {
 

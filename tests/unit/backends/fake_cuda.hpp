@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "backends/nccl/cuda_api.hpp"
+#include "device/cuda_api.hpp"
 
 namespace spmd::test {
 

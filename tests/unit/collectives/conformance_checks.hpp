@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/call.hpp"
+#include "call/call.hpp"
 #include "reference.hpp"
 
 namespace spmd::test {

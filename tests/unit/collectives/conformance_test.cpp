@@ -8,7 +8,7 @@
 #include <map>
 
 #include "collectives/select.hpp"
-#include "core/locality.hpp"
+#include "call/locality.hpp"
 #include "conformance_checks.hpp"
 
 namespace spmd::test {

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "collectives/reduce_kernels.hpp"
+#include "call/reduce_kernels.hpp"
 #include "collectives/shm/stream_copy.hpp"
 
 namespace spmd {

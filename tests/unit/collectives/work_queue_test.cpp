@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/work_queue.hpp"
+#include "group/work_queue.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd {

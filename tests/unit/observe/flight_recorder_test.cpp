@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "core/observe/flight_recorder.hpp"
-#include "core/observe/snapshot.hpp"
+#include "group/observe/flight_recorder.hpp"
+#include "group/observe/snapshot.hpp"
 
 namespace spmd::observe {
 namespace {

@@ -3,7 +3,7 @@
 // world, and ranks nobody heard from.
 #include <gtest/gtest.h>
 
-#include "core/observe/hang_report.hpp"
+#include "group/observe/hang_report.hpp"
 
 namespace spmd::observe {
 namespace {

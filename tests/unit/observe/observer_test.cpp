@@ -12,7 +12,7 @@
 
 #include "../../common/json_value.hpp"
 #include "../../common/thread_ranks.hpp"
-#include "core/observe/exchange.hpp"
+#include "group/observe/exchange.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::observe {

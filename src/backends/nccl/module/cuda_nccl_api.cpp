@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "backends/nccl/cuda_api.hpp"
+#include "device/cuda_api.hpp"
 
 namespace spmd::nccl {
 
