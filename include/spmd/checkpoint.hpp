@@ -82,7 +82,4 @@ Checkpoint load_sharded_checkpoint(ProcessGroup& group, const std::string& dir);
 // True when a file exists at path (a convenience for "resume if there is a checkpoint").
 bool checkpoint_exists(const std::string& path);
 
-// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, as zlib's crc32), for the format.
-uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
-
 }  // namespace spmd

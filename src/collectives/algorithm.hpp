@@ -40,8 +40,6 @@ struct AlgoContext {
   const Locality& loc;
   Transport& net;                    // every member: TCP (local peers over Unix sockets)
   shm::ShmGroup* shm = nullptr;      // this host's members' shared segment (null if alone on it)
-  Transport* local = nullptr;        // this host's members over shared memory (local indices)
-  Transport* leaders = nullptr;      // one rank per host over `net` (host indices; null off-leader)
   bool cma = false;                  // local ranks may read/write each other's memory directly
 };
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "ddp/crc32.hpp"
 #include "spmd/checkpoint.hpp"
 #include "spmd/error.hpp"
 #include "spmd/process_group.hpp"

@@ -8,6 +8,7 @@
 #include <bit>
 
 #include "common/fd.hpp"
+#include "ddp/crc32.hpp"
 #include "spmd/checkpoint.hpp"
 #include "spmd/error.hpp"
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstring>
 
-#include "spmd/checkpoint.hpp"
+#include "ddp/crc32.hpp"
 
 namespace spmd {
 namespace {

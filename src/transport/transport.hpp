@@ -1,7 +1,7 @@
 // Transport: what an algorithm sees of the network. One step = a set of sends and receives
 // with a few peers that progress concurrently (full duplex) until all are done, against the
 // operation's deadline. Every message carries a FrameHeader checked by the receiver, so a
-// transport (tcp today, shm later) gives every algorithm mismatch detection for free.
+// transport (tcp/, shm/) gives every algorithm mismatch detection for free.
 #pragma once
 
 #include <chrono>

@@ -16,7 +16,7 @@ namespace spmd::launcher {
 // lost node lets the others continue while they are at least MIN. The node whose address is
 // the endpoint and that binds its port first hosts the store.
 //
-// Per round n, besides the keys of rendezvous_store.hpp: "joined" (a counter: join order),
+// Per round n, besides the keys of store.hpp: "joined" (a counter: join order),
 // "node<i>" ("<nproc>|<host>|<its node rank in round n-1, or -1>"), "closed" (the number of
 // nodes, or "timeout|<message>"), "master". "<scope>/current" is the newest closed round,
 // where a new node starts looking.

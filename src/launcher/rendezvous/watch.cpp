@@ -1,4 +1,4 @@
-// The watcher thread of a multi-node round (rendezvous_store.hpp): it waits for the round's
+// The watcher thread of a multi-node round (store.hpp): it waits for the round's
 // verdict ("over") in slices; between slices it publishes this node's heartbeat, checks the
 // other nodes' (a node whose spmdrun died or hangs fails the round), and, on an elastic job
 // below --nnodes MAX, looks for nodes waiting to join the next round (then the round ends

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ddp/crc32.hpp"
 #include "spmd/checkpoint.hpp"
 #include "spmd/error.hpp"
 
