@@ -11,22 +11,9 @@
 #include "transport/frame_check.hpp"
 #include "transport/remote_memory.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/tcp/tcp_step.hpp"
 
 namespace spmd::tcp {
-
-struct TcpTransport::RecvState {
-  TcpPair* pair = nullptr;
-  char* scratch = nullptr;  // sink mode: chunk buffer
-  size_t carry = 0;         // sink mode: bytes at the front of scratch not yet handed to the sink
-  // A Remote frame: where the payload is, and the ack we owe once it is read.
-  bool remote = false;
-  int32_t remote_pid = 0;
-  uint64_t remote_address = 0;
-  uint64_t token_address = 0;  // the sender's "still in this send" word, and its value
-  uint64_t token = 0;
-  uint64_t seq = 0;
-  bool ack_owed = false;
-};
 
 TcpTransport::TcpTransport(std::shared_ptr<Store> store, std::string prefix, int rank, std::vector<int> globals)
     : store_(store),
@@ -51,154 +38,18 @@ void TcpTransport::check_usable() const {
 
 void TcpTransport::run(std::span<SendPart> sends, std::span<RecvPart> recvs, const OpContext& op) {
   check_usable();
-  std::vector<FrameHeader> headers(sends.size());
-  std::vector<RecvState> states(recvs.size());
-  std::vector<TcpPair*> send_pairs(sends.size());
-  std::vector<TcpPair*> touched;  // every pair of this step: acks may be owed or awaited on any
-  auto touch = [&](TcpPair* p) {
-    if (std::find(touched.begin(), touched.end(), p) == touched.end()) touched.push_back(p);
-  };
-  // Pairs are resolved as their connections come: we connect to higher ranks at once; a
-  // connection from a lower rank is accepted while the step's other parts progress (so a rank
-  // never blocks in accept while a connected peer's frame — say, of a mismatched call — waits).
-  size_t sinks = 0;
-  auto resolve = [&]() {
-    bool all = true;
-    for (size_t i = 0; i < sends.size(); ++i) {
-      if (send_pairs[i]) continue;
-      TcpPair* p = sends[i].peer > rank() ? &conns_.get(sends[i].peer, op.deadline) : conns_.find(sends[i].peer);
-      if (!p) {
-        all = false;
-        continue;
-      }
-      send_pairs[i] = p;
-      touch(p);
-      uint64_t seq = op.p2p ? p->p2p_sent++ : op.seq;
-      headers[i] = FrameHeader::data(group_, seq, sends[i].sig ? *sends[i].sig : op.sig, sends[i].bytes);
-      // Large, ungated messages to a peer on this host: it reads them from our memory. Not
-      // for point-to-point: a remote send completes only once read, and a blocking send must
-      // not wait for the peer's matching receive (send-then-receive on both sides would
-      // deadlock); batches run their receives in the same step, so they are safe either way.
-      if (p->remote_ok && !sends[i].ready && sends[i].bytes >= kRemoteMinBytes && !op.p2p) {
-        headers[i].kind = FrameKind::Remote;
-        headers[i].remote_address = reinterpret_cast<uint64_t>(sends[i].data);
-        headers[i].remote_pid = self_pid_;
-        // Unique per send (and unlikely anywhere else in memory should the word be gone).
-        const uint64_t token = self_identity().nonce ^ (++remote_sends_ * 0x9e3779b97f4a7c15ull);
-        std::atomic<uint64_t>& word = exposed_[static_cast<size_t>(sends[i].peer)];
-        word.store(token, std::memory_order_seq_cst);
-        headers[i].remote_token_address = reinterpret_cast<uint64_t>(&word);
-        headers[i].remote_token = token;
-      }
-    }
-    for (size_t i = 0; i < recvs.size(); ++i) {
-      if (states[i].pair) continue;
-      TcpPair* p = recvs[i].peer > rank() ? &conns_.get(recvs[i].peer, op.deadline) : conns_.find(recvs[i].peer);
-      if (!p) {
-        all = false;
-        continue;
-      }
-      states[i].pair = p;
-      touch(p);
-      if (recvs[i].sink) {
-        if (scratch_.size() <= sinks) scratch_.emplace_back(kChunkBytes);
-        states[i].scratch = scratch_[sinks++].data();
-      }
-    }
-    return all;
-  };
-  bool resolved = false;
-
-  auto recv_done = [&](size_t i) {
-    return recvs[i].header_done && recvs[i].received == recvs[i].bytes && states[i].carry == 0 && !states[i].ack_owed;
-  };
-  auto send_done = [&](size_t i) {
-    return sends[i].header_sent == sizeof(FrameHeader) && sends[i].sent == sends[i].bytes;
-  };
-  std::vector<pollfd> fds;
-  const auto step_start = Deadline::Clock::now();
-  Deadline::Clock::time_point blocked_since{};  // when this step first had to wait
-  bool meshed = false;
+  Step step(sends, recvs);
   for (;;) {
-    bool progress = false, pending = false;
+    bool pending = false, progress = false;
     try {
-      if (!resolved) {
-        resolved = resolve();
-        pending = !resolved;
-      }
-      for (size_t i = 0; i < recvs.size(); ++i) {
-        if (!states[i].pair || recv_done(i)) continue;
-        progress |= progress_recv(recvs[i], states[i], op);
-        if (!recv_done(i)) pending = true;
-      }
-      for (size_t i = 0; i < sends.size(); ++i) {
-        if (!send_pairs[i] || send_done(i)) continue;
-        progress |= progress_send(sends[i], headers[i], *send_pairs[i]);
-        if (!send_done(i)) pending = true;
-      }
-      for (TcpPair* p : touched) {
-        if (!p->control_out.empty()) {
-          progress |= flush_control(*p);
-          if (!p->control_out.empty()) pending = true;
-        }
-        if (p->awaiting_ack && !p->in_payload) progress |= pull_control(*p, op);
-      }
+      progress = advance(step, op, pending);
     } catch (const Error& e) {
       rethrow_in_context(e, op);
     }
     if (!pending) return;
     if (progress) continue;
-
-    fds.clear();
-    auto watch = [&](int fd, short ev) {
-      for (auto& p : fds)
-        if (p.fd == fd) {
-          p.events |= ev;
-          return;
-        }
-      fds.push_back({fd, ev, 0});
-    };
-    for (size_t i = 0; i < recvs.size(); ++i)
-      if (states[i].pair && !(recvs[i].header_done && recvs[i].received == recvs[i].bytes))
-        watch(states[i].pair->fd(), POLLIN);
-    for (size_t i = 0; i < sends.size(); ++i) {
-      const SendPart& s = sends[i];
-      if (!send_pairs[i] || send_done(i)) continue;
-      size_t avail = s.ready ? std::min(*s.ready, s.bytes) : s.bytes;
-      if (s.header_sent < sizeof(FrameHeader) || (headers[i].kind == FrameKind::Data && s.sent < avail))
-        watch(send_pairs[i]->fd(), POLLOUT);
-    }
-    for (TcpPair* p : touched) {
-      if (!p->control_out.empty()) watch(p->fd(), POLLOUT);
-      if (p->awaiting_ack) watch(p->fd(), POLLIN);
-    }
-    if (fds.empty() && resolved) continue;  // only gated sends whose data just arrived
-    const size_t step_fds = fds.size();
-    if (!meshed && Deadline::Clock::now() - step_start > kMeshAfter && size() <= kMeshMaxRanks) {
-      // Blocked a while: connect to every higher rank, so a peer that waits to send us
-      // something of another phase or call (a disagreement we should see) can.
-      meshed = true;
-      try {
-        conns_.connect_higher(Deadline(std::chrono::milliseconds(500)));
-      } catch (const Error&) {
-        // A peer that cannot be reached shows up in the step that needs it.
-      }
-    }
-    watch_for_aborts(touched, fds);
-    int wait_ms = op.deadline.poll_ms();
-    if (!meshed && size() <= kMeshMaxRanks) wait_ms = std::min(wait_ms, static_cast<int>(kMeshAfter.count()));
-    if (blocked_since == Deadline::Clock::time_point{}) blocked_since = Deadline::Clock::now();
-    // The flight recorder learns whom the step waits on (looked up only when it records).
-    observe::WaitScope waiting(observe::active_call() ? awaited_peer(sends, recvs) : -1, blocked_since);
-    waiting.blocking();
-    int n = retry_eintr([&] { return ::poll(fds.data(), fds.size(), wait_ms); });
-    if (n < 0) raise_errno(who() + " polling its connections in " + call(op));
-    if (n == 0 && op.deadline.expired()) raise_timeout(sends, recvs, op);
-    try {
-      check_for_aborts(std::span<pollfd>(fds).subspan(step_fds), op);
-    } catch (const Error& e) {
-      rethrow_in_context(e, op);
-    }
+    if (!watch_step(step) && step.resolved) continue;  // only gated sends whose data just arrived
+    block(step, op);
   }
 }
 

@@ -53,6 +53,14 @@ class TcpTransport final : public Transport {
   // each closed or `at_most` passed, so closing resets no connection.
   void drain_before_close(std::chrono::milliseconds at_most) noexcept;
   struct RecvState;
+  struct Step;  // one run() in progress (tcp_step.hpp)
+  // run()'s phases (tcp_step.cpp).
+  TcpPair* pair_when_ready(int peer, const OpContext& op);
+  bool resolve(Step& s, const OpContext& op);
+  void expose(FrameHeader& h, const SendPart& send);
+  bool advance(Step& s, const OpContext& op, bool& pending);
+  bool watch_step(Step& s);
+  void block(Step& s, const OpContext& op);
   void check_usable() const;
   bool progress_send(SendPart& s, FrameHeader& h, TcpPair& pair);
   bool flush_control(TcpPair& p);                    // writes owed acks between frames
