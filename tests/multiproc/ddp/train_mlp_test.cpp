@@ -89,6 +89,33 @@ TEST_F(TrainMlp, LossDecreasesAndARestartResumes) {
   EXPECT_LT(e2[0].loss, e[0].loss);
 }
 
+// A checkpoint damaged on disk (one byte of its payload flipped) is refused by every rank of a
+// 4-rank resume with the reason and the file named: no rank trains from a corrupt state, and
+// the job exits non-zero instead of hanging.
+TEST_F(TrainMlp, ACorruptCheckpointIsRefusedByEveryRank) {
+  Result first = train(1);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  {
+    std::fstream f(ckpt_, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekg(0, std::ios::end);
+    const std::streamoff size = f.tellg();
+    ASSERT_GT(size, 4096);
+    f.seekg(size - 1000);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(size - 1000);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  Result second = train(2);
+  EXPECT_NE(second.code, 0) << second.out << second.err;
+  EXPECT_NE(second.err.find("checksum mismatch"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find(ckpt_), std::string::npos) << second.err;
+  EXPECT_EQ(second.out.find("resumed from"), std::string::npos) << second.out;
+  EXPECT_TRUE(epochs(second.out).empty()) << "trained from a corrupt checkpoint:\n" << second.out;
+}
+
 // ... and ends where a run without the crash ends, bit for bit (deterministic reductions): the
 // checkpoint carried everything (parameters, momentum, the epoch) the rest of training needs.
 TEST_F(TrainMlp, CrashedWorkerIsRestartedAndResumes) {

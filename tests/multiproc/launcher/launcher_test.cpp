@@ -249,6 +249,23 @@ TEST(Launcher, SigintToLauncherStopsEveryWorker) {
   expect_all_gone(r.out);
 }
 
+// The signal spmdrun receives is what its workers receive (a worker may save state on it), and
+// each worker's exit from it is reported as that signal's.
+TEST(Launcher, WorkersReceiveTheSignalSentToTheLauncher) {
+  for (int sig : {SIGTERM, SIGHUP, SIGINT}) {
+    const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "SIGINT";
+    Launch l({"--nproc-per-node", "2", print_env_path(), "--report-signals", "1", "--sleep-ms", "30000"});
+    ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));
+    l.signal(sig);
+    Result r = l.finish();
+    EXPECT_EQ(r.code, 128 + sig) << name << ": " << r.err;
+    for (int rank : {0, 1})
+      EXPECT_NE(r.out.find("RANK " + std::to_string(rank) + " received " + name + "\n"), std::string::npos)
+          << "rank " << rank << " did not receive " << name << ":\n" << r.out;
+    expect_all_gone(r.out);
+  }
+}
+
 TEST(Launcher, KilledLauncherTakesItsWorkersWithIt) {
   Launch l({"--nproc-per-node", "2", "--grace-period", "1", print_env_path(), "--sleep-ms", "30000"});
   ASSERT_TRUE(l.wait_for_output("OMP_NUM_THREADS=", 2, 20s));

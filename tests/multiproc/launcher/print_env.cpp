@@ -6,6 +6,8 @@
 //   --sleep-if-world N            ... but only while WORLD_SIZE is N (elastic tests: the
 //                                 round with N processes runs until stopped, others end)
 //   --stderr TEXT                 every rank writes TEXT to stderr
+//   --report-signals 1            on SIGINT/SIGTERM/SIGHUP print "RANK r received SIGNAME"
+//                                 and exit 128 + the signal (what a worker saving state does)
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,6 +26,16 @@ const char* kVars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
                        "TORCH_NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES", "SPMD_GPUS_PER_PROC",
                        "OMP_NUM_THREADS"};  // last: the tests' parser ends a worker's block here
 
+// The handler's line is made before any signal can come: write() is all it may call.
+char g_signal_line[3][64];
+
+void report_signal(int sig) {
+  const int i = sig == SIGINT ? 0 : sig == SIGTERM ? 1 : 2;
+  ssize_t ignored = ::write(1, g_signal_line[i], std::strlen(g_signal_line[i]));
+  (void)ignored;
+  ::_exit(128 + sig);
+}
+
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : -1;
@@ -33,6 +45,7 @@ int env_int(const char* name) {
 int main(int argc, char** argv) {
   int exit_rank = -1, exit_code = 0, kill_rank = -1, on_attempt = -1, sleep_ms = 0, sleep_world = -1;
   const char* err_text = nullptr;
+  bool report_signals = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--exit-rank") exit_rank = std::atoi(argv[i + 1]);
@@ -42,6 +55,17 @@ int main(int argc, char** argv) {
     else if (a == "--sleep-ms") sleep_ms = std::atoi(argv[i + 1]);
     else if (a == "--sleep-if-world") sleep_world = std::atoi(argv[i + 1]);
     else if (a == "--stderr") err_text = argv[i + 1];
+    else if (a == "--report-signals") report_signals = std::atoi(argv[i + 1]) != 0;
+  }
+  if (report_signals) {
+    const char* names[3] = {"SIGINT", "SIGTERM", "SIGHUP"};
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; ++i) {
+      std::snprintf(g_signal_line[i], sizeof g_signal_line[i], "RANK %d received %s\n", env_int("RANK"), names[i]);
+      struct sigaction sa {};
+      sa.sa_handler = report_signal;
+      ::sigaction(sigs[i], &sa, nullptr);
+    }
   }
   std::string out = "PID=" + std::to_string(getpid()) + "\n";
   for (const char* v : kVars) {
