@@ -6,7 +6,10 @@
 #     thresholds and several dtypes/ops (exit 1 on any wrong element);
 #  3. c10d rendezvous, same check, with SPMD_SOCKET_IFNAME=eth0;
 #  4. train_mlp (DDP): the parameter checksum equals a one-node run of 6 ranks
-#     (SPMD_DETERMINISTIC=1: identical bits), and is identical on all 6 ranks.
+#     (SPMD_DETERMINISTIC=1: identical bits), and is identical on all 6 ranks;
+#  5. a disagreement only hosts can see (each host's ranks broadcast from their own first
+#     rank: the ranks of a host agree, the hosts do not) is a Mismatch on every node, well
+#     before the deadline, with the job failing.
 # Usage: collectives.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -62,6 +65,29 @@ single=$(grep -oE 'parameter checksum [^,]+, identical on all 6 ranks: yes' "$WO
 [[ -n $multi && $multi == "$single" ]] ||
   fail "train_mlp: 3 nodes gave '$multi', one node '$single'"
 echo "ok: train_mlp 3x2 nodes = 1x6 on one node: ${multi#parameter }"
+passed=$((passed + 1))
+
+# 5. Ranks of a host agree, hosts disagree: only the cross-host (TCP, hierarchical) path can
+# see it. The ranks are started the torchrun way, without spmdrun (whose teardown would stop
+# the other nodes' ranks before they report): every rank must raise Mismatch (exit 3); the
+# group deadline (600 s) is far beyond the job's limit, so a Timeout cannot pass for it.
+pids=()
+for n in 0 1 2; do
+  for l in 0 1; do
+    r=$((2 * n + l))
+    bg_on_node "$n" "$WORK/hosts.$r" env RANK=$r WORLD_SIZE=6 LOCAL_RANK=$l LOCAL_WORLD_SIZE=2 GROUP_RANK=$n \
+      MASTER_ADDR="$(node_addr 0)" MASTER_PORT=$((MN_PORT + 1)) SPMD_TIMEOUT=600 \
+      timeout -s KILL "$MN_JOB_TIMEOUT" "$TESTS_BIN/spmd_disagree_worker" host-roots
+    pids+=("$BG_PID")
+  done
+done
+for r in 0 1 2 3 4 5; do
+  wait "${pids[$r]}" && rc=0 || rc=$?
+  [[ $rc == 3 ]] && grep -q "rank $r raised Mismatch" "$WORK/hosts.$r" ||
+    fail "rank $r (node $((r / 2))) exited $rc, not with a Mismatch: $(tail -20 "$WORK/hosts.$r")"
+done
+echo "ok: a disagreement between hosts (their ranks agreeing within each) is a Mismatch on all 6 ranks:"
+echo "    $(grep -h raised "$WORK/hosts.3" | cut -c1-200)"
 passed=$((passed + 1))
 
 echo "multinode collectives: $passed passed, 0 failed"

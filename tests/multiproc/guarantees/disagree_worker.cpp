@@ -4,6 +4,8 @@
 //   reduce-roots  likewise for reduce          gather-roots  likewise for gather
 //   first-call    ranks 0 and 1 all_reduce while rank 2 broadcasts from root 2 (a group's first call)
 //   algo          the driver sets SPMD_ALGO on rank 0 only
+//   host-roots    every rank broadcasts from the first rank of its host (rank - LOCAL_RANK):
+//                 the ranks of a host agree, the hosts do not (only the cross-host path sees it)
 // Every rank must raise Mismatch: it prints "rank R raised <Kind>: <message>" and exits 3 for
 // Mismatch, 4 for another error, 0 if the call returned normally (the bug this guards against).
 #include <cstdio>
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
     } else if (mode == "first-call") {
       if (rank < 2) w.all_reduce(v);
       else w.broadcast(v, 2);
+    } else if (mode == "host-roots") {
+      w.broadcast(v, rank - spmd::Topology::from_env().local_rank);
     } else if (mode == "algo") {
       w.all_reduce(v);
     } else {
