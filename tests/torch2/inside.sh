@@ -57,6 +57,7 @@ check ops_tcp with_py sh "$tb/run.sh" "$spmdrun" - 2 "every operation matched" "
 check ops_file with_py sh "$tb/run.sh" "$spmdrun" - 2 "every operation matched" "$tb/ops.py" --init file
 check ops_store with_py sh "$tb/run.sh" "$spmdrun" - 4 "every operation matched" "$tb/ops.py" --init store
 check errors with_py sh "$tb/run.sh" "$spmdrun" - 2 "errors surfaced as expected" "$tb/errors.py"
+check work_api with_py sh "$tb/run.sh" "$spmdrun" - 3 "Work API checked" "$tb/work_api.py"
 check lifecycle with_py sh "$tb/run.sh" "$spmdrun" - 3 "8 callbacks saw 3, exiting with [0-9]+ operations in flight" "$tb/lifecycle.py"
 check ddp_example with_py sh "$tb/ddp_example.sh" "$spmdrun" - "$src/python/examples/ddp_torchrun.py"
 check ddp_elastic_example with_py sh "$tb/ddp_elastic_example.sh" "$spmdrun" - "$src/python/examples/ddp_elastic_example.py"
