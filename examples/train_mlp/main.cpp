@@ -4,6 +4,8 @@
 // every epoch, from which a restarted job resumes.
 //
 //   spmdrun --nproc-per-node 4 build/bin/train_mlp --epochs 5 --checkpoint /tmp/mlp.ckpt
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,13 +39,15 @@ struct Options {
   std::string hook;          // "", "fp16" or "bf16"
   int crash_after_epoch = -1;  // testing restarts: the last rank exits after saving this epoch, first attempt only
   std::string save_parameters;  // testing: each rank writes its parameters' bytes to PREFIX.<rank>
+  int hang_after_epoch = -1;    // testing node loss: the last rank stops answering after saving this epoch (first attempt)
 };
 
 [[noreturn]] void usage(const char* bad) {
   std::fprintf(stderr,
                "train_mlp: %s\nusage: train_mlp [--epochs N] [--batch-size B (per rank)] [--lr X] [--momentum X]\n"
                "  [--samples N] [--hidden H] [--noise X] [--seed S] [--checkpoint PATH|''] [--fresh] [--bucket-cap-kb K]\n"
-               "  [--hook fp16|bf16] [--crash-after-epoch E] [--save-parameters PREFIX (each rank: PREFIX.<rank>)]\n",
+               "  [--hook fp16|bf16] [--crash-after-epoch E] [--save-parameters PREFIX (each rank: PREFIX.<rank>)]\n"
+               "  [--hang-after-epoch E]\n",
                bad);
   std::exit(2);
 }
@@ -76,6 +80,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--hook") o.hook = value();
     else if (a == "--crash-after-epoch") o.crash_after_epoch = static_cast<int>(number(value()));
     else if (a == "--save-parameters") o.save_parameters = value();
+    else if (a == "--hang-after-epoch") o.hang_after_epoch = static_cast<int>(number(value()));
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown flag " + a).c_str());
   }
@@ -96,6 +101,12 @@ struct Totals {
     loss = v[0], correct = v[1], rows = v[2];
   }
 };
+
+// The job's first attempt (spmdrun restarts count up from 0).
+bool first_attempt() {
+  const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  return restarts == nullptr || std::strcmp(restarts, "0") == 0;
+}
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
@@ -185,10 +196,13 @@ int run(int argc, char** argv) {
                   100.0 * ev.correct / ev.rows, secs, o.checkpoint.empty() ? "" : "  (checkpoint saved)");
       std::fflush(stdout);
     }
-    if (epoch == o.crash_after_epoch) world.barrier();  // rank 0's line is out before the crash
+    if (epoch == o.crash_after_epoch || epoch == o.hang_after_epoch) world.barrier();  // rank 0's line is out first
+    if (epoch == o.hang_after_epoch && rank == size - 1 && first_attempt()) {
+      std::fprintf(stderr, "train_mlp: rank %d stops answering after epoch %d (--hang-after-epoch)\n", rank, epoch + 1);
+      for (;;) ::pause();  // as a machine that hangs: only the loss of its node ends this
+    }
     if (epoch == o.crash_after_epoch && rank == size - 1) {
-      const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
-      if (restarts == nullptr || std::strcmp(restarts, "0") == 0) {
+      if (first_attempt()) {
         std::fprintf(stderr, "train_mlp: rank %d exits on purpose after epoch %d (--crash-after-epoch)\n", rank,
                      epoch + 1);
         std::_Exit(3);

@@ -5,7 +5,11 @@
 #     their workers and all three run round 1 as a world of 6 (restart count still 0);
 #  2. scale-down: three nodes run a world of 6; node2 dies whole (every process in its
 #     namespace SIGKILLed: only its missing heartbeat tells), node0 and node1 go on as a
-#     world of 4 (restart count 1, --max-restarts 1).
+#     world of 4 (restart count 1, --max-restarts 1);
+#  3. scale-down mid-training: train_mlp (DDP) on 3 nodes writes a checkpoint every epoch; after
+#     epoch 2 a rank of node2 stops answering and node2 is killed whole; node0 and node1 resume
+#     from that checkpoint as a world of 4 and end with the same parameters, bit for bit, as a
+#     clean world-4 run resumed from a copy of the same checkpoint (SPMD_DETERMINISTIC=1).
 # Usage: elastic.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -60,6 +64,35 @@ for i in 0 1; do expect_exit shrink "$i" 0; done
 expect_lines shrink 'elastic rank [0-3] of 4: node [01] of 2, host node[01], restart 1, prefix spmd/shrink/1, all_reduce ok' 4
 grep -qE "stopped answering|node 2|node2" "$WORK/shrink.0" || fail "shrink: node 0 never said which node it lost: $(cat "$WORK/shrink.0")"
 echo "ok: scale-down across namespaces: node 2 killed whole, world 6 -> 4, restart count 1"
+passed=$((passed + 1))
+
+# 3. Scale-down mid-training, resumed from the checkpoint = a clean run from it.
+NODE_PID=()
+export SPMD_DETERMINISTIC=1
+ckpt=$WORK/mlp.ckpt
+mlp=("$BIN/train_mlp" --epochs 4 --samples 2048 --checkpoint "$ckpt")
+for i in 0 1 2; do
+  bg_on_node "$i" "$WORK/train.$i" timeout -s KILL 120 "$SPMDRUN" --nnodes 2:3 --nproc-per-node 2 \
+    --rdzv-backend c10d --rdzv-endpoint "$(node_addr 0):$MN_PORT" --rdzv-id train \
+    --rdzv-conf last_call_timeout=1,peer_timeout=4 --grace-period 2 --max-restarts 1 \
+    "${mlp[@]}" --hang-after-epoch 1 --save-parameters "$WORK/elastic"
+  NODE_PID[$i]=$BG_PID
+done
+# Rank 5 (node2) stops after epoch 2's checkpoint and barrier: no later checkpoint can be written
+# until the survivors restart, so the file copied now is the one they resume from.
+wait_lines train 'epoch  2/4 .*checkpoint saved' 1 90
+wait_lines train 'stops answering after epoch 2' 1 30
+cp "$ckpt" "$WORK/mlp.epoch2.ckpt"
+mn_kill_ns "$(mn_ns 2)"
+for i in 0 1; do expect_exit train "$i" 0; done
+grep -q 'resumed from .*: 2 epoch(s) done' "$WORK/train.0" || fail "train: node 0 did not resume from epoch 2: $(tail -30 "$WORK/train.0")"
+timeout -s KILL 120 "$SPMDRUN" --nproc-per-node 4 "${mlp[@]/$ckpt/$WORK/mlp.epoch2.ckpt}" --save-parameters "$WORK/clean" \
+  >"$WORK/clean.out" 2>&1 || fail "the clean world-4 run failed: $(tail -30 "$WORK/clean.out")"
+grep -q 'resumed from .*: 2 epoch(s) done' "$WORK/clean.out" || fail "the clean run did not resume from epoch 2: $(cat "$WORK/clean.out")"
+cmp -s "$WORK/elastic.0" "$WORK/clean.0" || fail "scale-down run and clean run ended with different parameters"
+for r in 1 2 3; do cmp -s "$WORK/elastic.0" "$WORK/elastic.$r" || fail "after scale-down, rank $r's parameters differ from rank 0's"; done
+unset SPMD_DETERMINISTIC
+echo "ok: scale-down mid-training: world 6 -> 4 from the epoch-2 checkpoint, parameters = a clean world-4 run's"
 passed=$((passed + 1))
 
 echo "multinode elastic: $passed passed, 0 failed"
