@@ -1,12 +1,9 @@
 #include "call/locality.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
 #include <mutex>
 
-#include "common/env.hpp"
+#include "common/host_identity.hpp"
 
 namespace spmd {
 
@@ -61,20 +58,6 @@ namespace {
 std::mutex g_override_mutex;
 std::function<std::string(int)> g_override;
 
-std::string machine_identity() {
-  static const std::string id = [] {
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    std::string boot;
-    std::ifstream in("/proc/sys/kernel/random/boot_id");
-    std::getline(in, boot);
-    char ns[128] = {};
-    ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-    return std::string(name) + "/" + boot + "/" + (n > 0 ? std::string(ns, static_cast<size_t>(n)) : "");
-  }();
-  return id;
-}
-
 }  // namespace
 
 std::string host_identity(int global_rank) {
@@ -82,8 +65,7 @@ std::string host_identity(int global_rank) {
     std::lock_guard<std::mutex> g(g_override_mutex);
     if (g_override) return g_override(global_rank);
   }
-  if (auto forced = env::get("SPMD_HOST_ID")) return "SPMD_HOST_ID=" + *forced;
-  return machine_identity();
+  return this_host_identity();
 }
 
 void set_host_identity_override(std::function<std::string(int)> fn) {

@@ -38,9 +38,10 @@ struct Locality {
   std::string summary() const;
 };
 
-// This process's host identity: SPMD_HOST_ID if set, else hostname + boot id + network
-// namespace (ranks with equal identities can share memory and reach each other's abstract
-// sockets).
+// This process's host identity: the override below if set, else this_host_identity()
+// (common/host_identity.hpp: host name + boot id + network namespace, prefixed by
+// SPMD_HOST_ID when set; ranks with equal identities share memory and reach each other's
+// abstract sockets).
 std::string host_identity(int global_rank);
 
 // Tests that run ranks as threads fake several hosts with this (nullptr: back to

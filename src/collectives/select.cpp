@@ -6,7 +6,9 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 
+#include "common/byte_size.hpp"
 #include "common/env.hpp"
 #include "spmd/error.hpp"
 
@@ -76,19 +78,13 @@ void parse_ranks(const std::string& where, const std::string& item, const std::s
   if (e.min_ranks > e.max_ranks) bad(where, item, "has an empty group-size range");
 }
 
+// A range's bound in the one byte-size grammar (common/byte_size.hpp: 4096, 16K, 4M, 1GiB).
 size_t parse_size(const std::string& where, const std::string& item, const std::string& text, size_t if_empty) {
   if (text.empty()) return if_empty;
-  size_t pos = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &pos);
-  } catch (...) {
-    bad(where, item, "has a size that is not a number");
-  }
-  std::string unit = text.substr(pos);
-  unsigned shift = unit.empty() ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" || unit == "m" ? 20 : unit == "G" || unit == "g" ? 30 : 99;
-  if (shift == 99) bad(where, item, "has an unknown size unit '" + unit + "'");
-  return static_cast<size_t>(v) << shift;
+  std::string why;
+  std::optional<uint64_t> bytes = try_parse_byte_size(text, &why);
+  if (!bytes) bad(where, item, "has a size '" + text + "' that is not a byte size (" + why + ")");
+  return static_cast<size_t>(*bytes);
 }
 
 int collective_by_name(const std::string& name) {

@@ -1,48 +1,21 @@
 #include "store/net.hpp"
 
-#include <netdb.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <thread>
 
+#include "common/net/resolve.hpp"
+#include "common/net/wait_fd.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::net {
 
 namespace {
-
-struct AddrInfo {
-  addrinfo* list = nullptr;
-  ~AddrInfo() {
-    if (list) freeaddrinfo(list);
-  }
-};
-
-// Resolves host:port; an empty host or "*" means every interface (passive).
-int resolve(const std::string& host, uint16_t port, bool passive, AddrInfo& out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-  std::string service = std::to_string(port);
-  const char* node = (host.empty() || host == "*") ? nullptr : host.c_str();
-  return getaddrinfo(node, service.c_str(), &hints, &out.list);
-}
-
-// Waits until fd is ready for `events` or the deadline passes. Returns false on timeout.
-bool wait_ready(int fd, short events, const Deadline& deadline) {
-  pollfd p{fd, events, 0};
-  int r = retry_eintr([&] { return ::poll(&p, 1, deadline.poll_ms()); });
-  if (r < 0) raise_errno("poll on a store socket");
-  return r > 0;
-}
 
 bool is_disconnect(int e) {
   return e == ECONNRESET || e == EPIPE || e == ENOTCONN || e == ETIMEDOUT || e == EHOSTUNREACH ||
@@ -59,19 +32,6 @@ void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout) {
   if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
     raise_errno("setsockopt(SO_RCVTIMEO/SO_SNDTIMEO)");
-}
-
-void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // best effort (not TCP = no-op)
-}
-
-void set_keepalive(int fd) {
-  int one = 1, idle_s = 60, interval_s = 10, probes = 6;  // best effort, like set_nodelay
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof interval_s);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
 }
 
 Fd listen_tcp(const std::string& host, uint16_t port, int backlog) {
@@ -108,44 +68,13 @@ uint16_t local_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline) {
-  std::string where = endpoint(host, port);
-  std::string last = "no attempt made";
-  auto pause = std::chrono::milliseconds(10);
-  for (;;) {
-    AddrInfo ai;
-    int rc = resolve(host, port, false, ai);
-    if (rc != 0) {
-      // DNS may lag behind a node that is still booting: keep trying until the deadline.
-      last = std::string("cannot resolve host: ") + gai_strerror(rc);
-    }
-    for (addrinfo* a = rc == 0 ? ai.list : nullptr; a; a = a->ai_next) {
-      Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
-      if (!fd) raise_errno("socket() for the store connection to " + where);
-      int r = retry_eintr([&] { return ::connect(fd.get(), a->ai_addr, a->ai_addrlen); });
-      int e = r == 0 ? 0 : errno;
-      if (e == EINPROGRESS) {
-        if (!wait_ready(fd.get(), POLLOUT, deadline)) {
-          last = "connection attempt timed out";
-          break;
-        }
-        socklen_t len = sizeof e;
-        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &e, &len);
-      }
-      if (e == 0) {
-        set_nodelay(fd.get());
-        return fd;
-      }
-      last = std::strerror(e);
-    }
-    if (deadline.expired()) break;
-    // Nothing tells us when a server starts listening, so a bounded, growing pause is the wait.
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
-    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(500));
-  }
-  raise(ErrorKind::Timeout, "could not connect to the store server at " + where + " (" + last +
-                                "); check that the server (rank 0 or spmdrun) is running and "
-                                "that MASTER_ADDR/MASTER_PORT or SPMD_STORE_ADDR/PORT point at it");
+ConnectOptions store_connect_options() {
+  ConnectOptions o;
+  o.what = "connecting to the store server";
+  o.advice = "check that the server (rank 0 or spmdrun) is running and that MASTER_ADDR/MASTER_PORT or "
+             "SPMD_STORE_ADDR/PORT point at it";
+  o.retry = true;
+  return o;
 }
 
 Io send_all(int fd, const uint8_t* data, size_t n, const Deadline& deadline, int& err) {
@@ -158,7 +87,7 @@ Io send_all(int fd, const uint8_t* data, size_t n, const Deadline& deadline, int
       continue;
     }
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_ready(fd, POLLOUT, deadline)) return Io::Timeout;
+      if (!wait_fd(fd, POLLOUT, deadline)) return Io::Timeout;
       continue;
     }
     err = errno;
@@ -178,7 +107,7 @@ Io recv_some(int fd, uint8_t* data, size_t n, size_t& got, const Deadline& deadl
     }
     if (r == 0) return Io::Closed;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(fd, POLLIN, deadline)) return Io::Timeout;
+      if (!wait_fd(fd, POLLIN, deadline)) return Io::Timeout;
       continue;
     }
     err = errno;

@@ -1,5 +1,7 @@
-// Small TCP helpers for the store: bind/listen, connect with retry, and deadline-bounded
-// send/receive on non-blocking sockets. Every fd is an Fd; EINTR goes through retry_eintr.
+// The store's own TCP helpers: bind/listen, and deadline-bounded send/receive on its
+// connections. What the transport needs too (connect with a deadline and retry, the poll
+// wait, socket options, host:port text) is in common/net/ and common/socket_util.hpp, whose
+// names this header brings in. Every fd is an Fd; EINTR goes through retry_eintr.
 #pragma once
 
 #include <cstddef>
@@ -9,32 +11,26 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
+#include "common/net/connect.hpp"
+#include "common/net/endpoint.hpp"
 #include "common/socket_util.hpp"
 
 namespace spmd::net {
-
-// "host:port", with brackets for IPv6 literals.
-inline std::string endpoint(const std::string& host, uint16_t port) { return endpoint_text(host, port); }
 
 // A non-blocking listening socket bound to host:port (port 0 = any free port). A failure
 // raises Error(System) naming the address and suggesting another port or port 0.
 Fd listen_tcp(const std::string& host, uint16_t port, int backlog);
 uint16_t local_port(int fd);
 
-// Connects to host:port, retrying refused/unreachable attempts with a growing pause until the
-// deadline (the server may start later). Raises Error(Timeout) naming the endpoint and the
-// last failure. The returned socket is non-blocking with TCP_NODELAY.
-Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline);
+// How a store client connects (connect_tcp, common/net/connect.hpp): retrying until the
+// deadline, since the server (rank 0 or spmdrun) may start after its clients; the advice
+// says where the server's address comes from.
+ConnectOptions store_connect_options();
 
-using spmd::set_nonblocking;
 // Blocking mode with per-operation timeouts (SO_RCVTIMEO/SO_SNDTIMEO): one syscall per
 // receive instead of poll + recv. send_all/recv_* stay correct: a timed-out operation reports
 // EAGAIN, after which they wait on the deadline with poll.
 void set_blocking_with_timeout(int fd, std::chrono::milliseconds timeout);
-void set_nodelay(int fd);
-// TCP keep-alive probes after a minute of silence: a peer whose machine died (no FIN, no RST)
-// is noticed within about two minutes, even on a connection that waits for nothing.
-void set_keepalive(int fd);
 
 enum class Io { Ok, Timeout, Closed };
 // Sends all n bytes / receives exactly n bytes before the deadline. Closed = the peer went

@@ -1,15 +1,13 @@
 // The store server's settings: its options, else SPMD_STORE_* from the environment, else
-// defaults; and the process's open-files limit raised, since connections are descriptors.
+// defaults. The connection cap follows the open-files limit (open_files_limit.cpp raises it).
 #include "store/server_config.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <cctype>
-#include <mutex>
 
+#include "common/byte_size.hpp"
 #include "common/env.hpp"
 #include "spmd/error.hpp"
+#include "store/open_files_limit.hpp"
 
 namespace spmd::store {
 
@@ -18,36 +16,14 @@ namespace {
 constexpr size_t kDefaultMaxConnections = 16384;
 constexpr size_t kReservedFds = 64;  // for everything else the process opens
 
-// The soft open-files limit raised to the hard one, once per process: a store server's
-// connections are its descriptors. Returns the limit now in force.
-size_t raise_open_files_limit() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
-    rlimit want = rl;
-    want.rlim_cur = std::min<rlim_t>(rl.rlim_max, rlim_t(1) << 20);
-    if (want.rlim_cur > rl.rlim_cur) ::setrlimit(RLIMIT_NOFILE, &want);
-  });
-  rlimit rl{};
-  ::getrlimit(RLIMIT_NOFILE, &rl);
-  return static_cast<size_t>(std::min<rlim_t>(rl.rlim_cur, rlim_t(1) << 20));
-}
-
-// "512M", "2G", "1048576": bytes, with an optional binary K/M/G suffix.
-size_t parse_bytes(const char* name, const std::string& text) {
-  std::string digits = text;
-  size_t unit = 1;
-  char last = text.empty() ? '\0' : static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'K' || last == 'M' || last == 'G') {
-    unit = last == 'K' ? size_t(1) << 10 : last == 'M' ? size_t(1) << 20 : size_t(1) << 30;
-    digits.pop_back();
-  }
-  int64_t n = env::parse_int(name, digits);
-  if (n <= 0)
+// SPMD_STORE_MAX_MEMORY: a positive size in the one byte-size grammar (common/byte_size.hpp:
+// "1048576", "512M", "2G").
+size_t parse_memory_limit(const char* name, const std::string& text) {
+  uint64_t n = parse_byte_size(text, name);
+  if (n == 0)
     raise(ErrorKind::InvalidArgument, std::string(name) + "=" + text +
                                           " is not a positive size; give bytes, or e.g. 512M or 2G");
-  return static_cast<size_t>(n) * unit;
+  return static_cast<size_t>(n);
 }
 
 std::chrono::milliseconds env_seconds(const char* name, std::chrono::milliseconds fallback) {
@@ -66,7 +42,7 @@ ServerConfig server_config(const TcpStoreServerOptions& o, const std::string& wh
   if (o.max_memory_bytes) {
     c.max_memory_bytes = *o.max_memory_bytes;
   } else if (auto v = env::get("SPMD_STORE_MAX_MEMORY")) {
-    c.max_memory_bytes = parse_bytes("SPMD_STORE_MAX_MEMORY", *v);
+    c.max_memory_bytes = parse_memory_limit("SPMD_STORE_MAX_MEMORY", *v);
   }
   size_t fds = raise_open_files_limit();
   size_t fd_room = fds > 2 * kReservedFds ? fds - kReservedFds : kReservedFds;

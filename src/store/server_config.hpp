@@ -1,6 +1,7 @@
 // The store server's settings (limits, memory budget, connection cap, timeouts) from its
 // options, else SPMD_STORE_MAX_MEMORY / _MAX_CONNECTIONS / _IDLE_TIMEOUT / _AUTH_TIMEOUT, else
-// defaults. Raises the process's soft open-files limit to the hard one (once).
+// defaults. Raises the process's soft open-files limit to the hard one (once,
+// open_files_limit.hpp) to size the connection cap.
 #pragma once
 
 #include <string>

@@ -87,7 +87,7 @@ struct TcpStore::Impl {
 
   void connect(const Deadline& deadline) {
     drop_connection();
-    fd = net::connect_tcp(host, port, deadline);
+    fd = net::connect_tcp(host, port, deadline, net::store_connect_options());
     io_timeout = std::chrono::milliseconds(0);
     last_used = Clock::now();
     SPMD_LOG(Info) << "connected to the store server at " << where();

@@ -1,7 +1,8 @@
 // What spmd-bench and the peer benchmarks (bench/peers/) share: the command line, the list of
 // sizes, the collectives' shapes (collective_shape.hpp) and the one table/CSV format they all
 // print, so their outputs can be compared line by line (bench/compare.sh reads the CSV).
-// Header-only and free of spmd: the Gloo and MPI peers include it without linking spmd.
+// Header-only and free of spmd's library: the Gloo and MPI peers include it without linking spmd
+// (src/common/byte_size.hpp, which it includes, is header-only too).
 #pragma once
 
 #include <algorithm>
@@ -9,10 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../../src/common/byte_size.hpp"  // by path: the peers see no spmd include directory
 #include "collective_shape.hpp"
 
 namespace bench {
@@ -34,20 +37,13 @@ struct Options {
   std::string algo;  // peer-specific algorithm choice (Gloo: default, ring, hd)
 };
 
-// "8", "64K", "1M", "2G" (powers of 1024, optional trailing B/iB) -> bytes.
+// "8", "64K", "1M", "2GiB" -> bytes: spmd's one byte-size grammar (src/common/byte_size.hpp,
+// header-only and free of spmd, so the peers can include it too).
 inline size_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) throw std::invalid_argument("bad size '" + text + "'");
-  std::string suffix(end);
-  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
-  if (!suffix.empty() && suffix.back() == 'i') suffix.pop_back();
-  double mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1024.0;
-  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) throw std::invalid_argument("bad size suffix in '" + text + "' (use K, M or G)");
-  return static_cast<size_t>(v * mult);
+  std::string why;
+  std::optional<uint64_t> bytes = spmd::try_parse_byte_size(text, &why);
+  if (!bytes) throw std::invalid_argument("bad size '" + text + "': " + why + " (e.g. 8, 64K, 1M or 2G)");
+  return static_cast<size_t>(*bytes);
 }
 
 // "8,1K,64K" -> {8, 1024, 65536}

@@ -3,6 +3,7 @@
 // machine never collide.
 #include "launcher/rendezvous/local.hpp"
 
+#include "common/net/endpoint.hpp"
 #include "launcher/net.hpp"
 #include "common/error_text.hpp"
 #include "spmd/error.hpp"
@@ -47,7 +48,7 @@ void LocalRendezvous::start_store() {
     store_ = std::make_unique<TcpStoreServer>(so);
     store_port_ = store_->port();
   } catch (const Error& e) {
-    std::string where = so.host + ":" + std::to_string(so.port);
+    std::string where = net::endpoint(so.host, so.port);
     raise(ErrorKind::System, "spmdrun could not host its store on " + where + ": " +
                                  reason_after(message_of(e), where) +
                                  "; pick another --master-port, or leave it out (a free port is chosen)");

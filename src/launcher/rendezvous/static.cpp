@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/net/endpoint.hpp"
 #include "launcher/net.hpp"
 #include "launcher/rendezvous/nodes.hpp"
 #include "spmd/error.hpp"
@@ -38,7 +39,7 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
   for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
   try {
     wait_keys(keys, join_deadline(o),
-              "static rendezvous of job '" + o.rdzv_id + "' at " + store_host_ + ":" + std::to_string(store_port_),
+              "static rendezvous of job '" + o.rdzv_id + "' at " + net::endpoint(store_host_, static_cast<uint16_t>(store_port_)),
               [&] { return "every node: " + arrivals(*store_, keys); });
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Timeout) throw;

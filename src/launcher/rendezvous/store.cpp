@@ -10,6 +10,7 @@
 
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
+#include "common/net/endpoint.hpp"
 #include "launcher/net.hpp"
 #include "common/error_text.hpp"
 #include "launcher/stream_pump.hpp"
@@ -82,7 +83,7 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
   TcpStoreOptions co;
   co.host = store_host_;
   co.port = static_cast<uint16_t>(store_port_);
-  std::string where = store_host_ + ":" + std::to_string(store_port_);
+  std::string where = net::endpoint(store_host_, static_cast<uint16_t>(store_port_));
   wait_reported_what_.clear();
   bool refused = false;  // the last attempt found nothing accepting connections there
   while (true) {
@@ -107,8 +108,8 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
     } catch (const Error& e) {
       refused = std::string(e.what()).find("refused") != std::string::npos;
       if (e.kind() != ErrorKind::Timeout || deadline.expired())
-        raise(e.kind(), "spmdrun could not reach the launcher store at " + store_host_ + ":" +
-                            std::to_string(store_port_) + ": " + message_of(e) +
+        raise(e.kind(), "spmdrun could not reach the launcher store at " +
+                            net::endpoint(store_host_, static_cast<uint16_t>(store_port_)) + ": " + message_of(e) +
                             "; start the node that hosts it (node 0, or the --rdzv-endpoint host) "
                             "and check the address, port and firewall");
     }
@@ -125,7 +126,7 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
       so.port = static_cast<uint16_t>(port);
       server_ = std::make_unique<TcpStoreServer>(so);
     } catch (const Error& e) {
-      std::string where = bind_host + ":" + std::to_string(port);
+      std::string where = net::endpoint(bind_host, static_cast<uint16_t>(port));
       raise(ErrorKind::System,
             "spmdrun (node 0) could not host the launcher store on " + where + ": " +
                 reason_after(message_of(e), where) +
@@ -228,7 +229,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
     return v;
   };
   if (store_unreachable_)
-    return lost_store("the store at " + store_host_ + ":" + std::to_string(store_port_) + " did not answer within " +
+    return lost_store("the store at " + net::endpoint(store_host_, static_cast<uint16_t>(store_port_)) + " did not answer within " +
                       std::to_string(call_timeout().count() / 1000) + " s; is this node cut off from it?");
   try {
     if (local.kind == Kind::Succeeded) {

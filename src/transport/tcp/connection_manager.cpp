@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/env.hpp"
+#include "common/host_identity.hpp"
 #include "common/log.hpp"
 #include "spmd/error.hpp"
 #include "transport/remote_memory.hpp"
@@ -40,7 +41,7 @@ bool io_exact(int fd, void* buf, size_t n, bool sending, const Deadline& deadlin
       continue;
     }
     if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
-    if (!wait_fd(fd, sending ? POLLOUT : POLLIN, deadline)) return false;
+    if (!net::wait_fd(fd, sending ? POLLOUT : POLLIN, deadline)) return false;
   }
   return true;
 }
@@ -56,13 +57,13 @@ ConnectionManager::ConnectionManager(std::shared_ptr<Store> store, std::string p
       globals_(std::move(globals)),
       listener_(choose_listen_address()),
       pairs_(globals_.size()) {
-  if (env::get("SPMD_LOCAL_SOCKETS").value_or("1") != "0" && !local_host_id().empty()) local_ = Listener::local();
+  if (env::get("SPMD_LOCAL_SOCKETS").value_or("1") != "0") local_ = Listener::local();
   // "<tcp address>\n<host id>\n<local socket name>\n<remote identity>"
-  std::string published = format_address(listener_.host(), listener_.port());
-  if (local_) published += "\n" + local_host_id() + "\n" + local_->name() + "\n" + to_text(self_identity());
+  std::string published = net::endpoint(listener_.host(), listener_.port());
+  if (local_) published += "\n" + this_host_identity() + "\n" + local_->name() + "\n" + to_text(self_identity());
   store_->set(prefix_ + "/addr/" + std::to_string(rank_), bytes_of(published));
   SPMD_LOG(Info) << "group " << prefix_ << ": rank " << rank_ << " listens on "
-                 << format_address(listener_.host(), listener_.port());
+                 << net::endpoint(listener_.host(), listener_.port());
 }
 
 ConnectionManager::~ConnectionManager() { close_all(); }
@@ -108,7 +109,7 @@ void ConnectionManager::connect_to_peer(int peer, const Deadline& deadline) {
   if (colon == std::string::npos) raise(ErrorKind::Store, what + ": malformed address '" + addr + "' in the store");
   std::string host = v6 ? addr.substr(1, colon - 2) : addr.substr(0, colon);
   auto port = static_cast<uint16_t>(std::stoi(addr.substr(colon + 1)));
-  bool local = local_ && !local_name.empty() && host_id == local_host_id();
+  bool local = local_ && !local_name.empty() && host_id == this_host_identity();
   Fd fd = local ? connect_local(local_name, deadline, what) : connect_to(host, port, deadline, what);
   Hello h;
   h.group = group_;
@@ -139,7 +140,7 @@ bool ConnectionManager::all_on_one_host(const Deadline& deadline) {
     std::string published = string_of(store_->get(key));
     size_t a = published.find('\n');
     size_t b = a == std::string::npos ? a : published.find('\n', a + 1);
-    same = b != std::string::npos && published.substr(a + 1, b - a - 1) == local_host_id();
+    same = b != std::string::npos && published.substr(a + 1, b - a - 1) == this_host_identity();
   }
   one_host_ = same;
   return same;

@@ -34,7 +34,7 @@ Listener::Listener(const std::string& host, uint16_t port) : host_(host) {
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
     int e = errno;
     ::freeaddrinfo(res);
-    raise(ErrorKind::System, "binding the transport's listening socket to " + format_address(host, port) + ": " +
+    raise(ErrorKind::System, "binding the transport's listening socket to " + net::endpoint(host, port) + ": " +
                                  std::strerror(e) + " (set SPMD_SOCKET_IFNAME to choose another interface)");
   }
   ::freeaddrinfo(res);
@@ -79,7 +79,7 @@ Fd Listener::try_accept() {
 Fd Listener::accept(const Deadline& deadline) {
   for (;;) {
     if (Fd fd = try_accept()) return fd;
-    if (!wait_fd(fd_.get(), POLLIN, deadline)) return Fd();
+    if (!net::wait_fd(fd_.get(), POLLIN, deadline)) return Fd();
   }
 }
 

@@ -12,17 +12,17 @@
 #include <sys/un.h>
 
 #include <cstring>
-#include <fstream>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
+#include "common/net/connect.hpp"
+#include "common/socket_util.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::tcp {
 
 void tune_connection(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  net::set_nodelay(fd);
   static const int configured = static_cast<int>(env::get_int("SPMD_SOCKET_BUFFER").value_or(kSocketBufferBytes));
   int bytes = configured;
   if (bytes <= 0) return;  // 0: leave the kernel's autotuning on
@@ -88,16 +88,6 @@ std::string choose_listen_address() {
   return "127.0.0.1";
 }
 
-bool wait_fd(int fd, short events, const Deadline& deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int n = retry_eintr([&] { return ::poll(&p, 1, deadline.poll_ms()); });
-    if (n < 0) raise_errno("poll");
-    if (n > 0) return true;
-    if (deadline.expired()) return false;
-  }
-}
-
 Fd connect_local(const std::string& name, const Deadline& deadline, const std::string& what) {
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) raise_errno(what + ": creating a local socket");
@@ -109,7 +99,7 @@ Fd connect_local(const std::string& name, const Deadline& deadline, const std::s
   auto len = static_cast<socklen_t>(sizeof(sa_family_t) + 1 + name.size());
   int r = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
   if (r != 0 && errno == EAGAIN) {  // backlog full: wait for the peer to accept
-    if (!wait_fd(fd.get(), POLLOUT, deadline)) raise(ErrorKind::Timeout, what + ": no answer before the deadline");
+    if (!net::wait_fd(fd.get(), POLLOUT, deadline)) raise(ErrorKind::Timeout, what + ": no answer before the deadline");
     r = 0;
   }
   if (r != 0 && errno != EINPROGRESS)
@@ -118,57 +108,12 @@ Fd connect_local(const std::string& name, const Deadline& deadline, const std::s
   return fd;
 }
 
-const std::string& local_host_id() {
-  static const std::string id = [] {
-    std::string boot;
-    std::ifstream in("/proc/sys/kernel/random/boot_id");
-    std::getline(in, boot);
-    char ns[128] = {};
-    ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-    if (boot.empty() || n <= 0) return std::string();
-    return boot + "/" + std::string(ns, static_cast<size_t>(n));
-  }();
-  return id;
-}
-
 Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    raise(ErrorKind::InvalidArgument, what + ": cannot resolve '" + host + "': " + ::gai_strerror(rc));
-  std::string last_error = "no address";
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    Fd fd(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!fd) continue;
-    tune_connection(fd.get());  // buffers before connect, so the window scale is negotiated for them
-    int r = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
-    if (r != 0 && errno != EINPROGRESS && errno != EINTR) {
-      last_error = std::strerror(errno);
-      continue;
-    }
-    if (r != 0) {
-      if (!wait_fd(fd.get(), POLLOUT, deadline)) {
-        ::freeaddrinfo(res);
-        raise(ErrorKind::Timeout, what + " at " + format_address(host, port) + ": no answer before the deadline");
-      }
-      int err = 0;
-      socklen_t len = sizeof err;
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) {
-        last_error = std::strerror(err);
-        continue;
-      }
-    }
-    ::freeaddrinfo(res);
-    return fd;
-  }
-  ::freeaddrinfo(res);
-  raise(ErrorKind::PeerLost, what + " at " + format_address(host, port) + " failed: " + last_error +
-                                 " (the peer process probably exited)");
+  net::ConnectOptions o;
+  o.what = what;
+  o.advice = "the peer process probably exited; look for its own error first";
+  o.prepare = tune_connection;  // buffers before connect, so the window scale is negotiated for them
+  return net::connect_tcp(host, port, deadline, o);
 }
 
 }  // namespace spmd::tcp

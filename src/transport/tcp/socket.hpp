@@ -1,5 +1,6 @@
 // Socket helpers for the TCP transport: tuning, the local address to listen on, connecting
-// with a deadline. Every fd is owned by an Fd; EINTR goes through retry_eintr.
+// with a deadline (common/net/connect.hpp with the transport's options), local sockets.
+// Every fd is owned by an Fd; EINTR goes through retry_eintr.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,8 @@
 
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
-#include "common/socket_util.hpp"
+#include "common/net/endpoint.hpp"
+#include "common/net/wait_fd.hpp"
 
 namespace spmd::tcp {
 
@@ -16,7 +18,6 @@ namespace spmd::tcp {
 // flows without waiting for the receiver's scheduling.
 constexpr int kSocketBufferBytes = 4 << 20;
 
-using spmd::set_nonblocking;
 // TCP_NODELAY (latency of small steps) and large send/receive buffers.
 void tune_connection(int fd);
 
@@ -24,22 +25,13 @@ void tune_connection(int fd);
 // address that routes to MASTER_ADDR if set, else 127.0.0.1.
 std::string choose_listen_address();
 
-// "host:port", with [brackets] for IPv6.
-inline std::string format_address(const std::string& host, uint16_t port) { return endpoint_text(host, port); }
-
-// Non-blocking connect with a deadline. On refusal/timeout raises Error(PeerLost/Timeout)
-// whose message starts with `what` (e.g. "connecting to rank 3").
+// Connects to a peer's listener (net::connect_tcp, no retry: peers listen before they publish
+// their address, so a refusal means the peer is gone). Raises Error(PeerLost) on refusal,
+// Error(Timeout) when the deadline passes; the message starts with `what` (e.g. "connecting to
+// rank 3").
 Fd connect_to(const std::string& host, uint16_t port, const Deadline& deadline, const std::string& what);
 
 // Connects to a local listener's abstract name (Listener::local), against the deadline.
 Fd connect_local(const std::string& name, const Deadline& deadline, const std::string& what);
-
-// Identifies "same kernel and same network namespace" (boot id + netns inode): ranks with
-// equal ids can reach each other's abstract Unix sockets. Empty when unknown.
-const std::string& local_host_id();
-
-// Waits until fd is readable (POLLIN) or writable (POLLOUT) or the deadline passes; false on
-// timeout.
-bool wait_fd(int fd, short events, const Deadline& deadline);
 
 }  // namespace spmd::tcp

@@ -19,7 +19,7 @@ void TcpTransport::raise_abort_frame(TcpPair& pair, const char* landed, size_t e
   std::string text(landed, std::min(extra, len));
   Deadline d(std::chrono::seconds(2));
   try {
-    while (text.size() < len && wait_fd(pair.fd(), POLLIN, d)) {
+    while (text.size() < len && net::wait_fd(pair.fd(), POLLIN, d)) {
       std::string buf(len - text.size(), '\0');
       iovec v{buf.data(), buf.size()};
       size_t got = pair.read_some(&v, 1);
@@ -217,7 +217,7 @@ void TcpTransport::abort(ErrorKind kind, const std::string& message) noexcept {
           w = pair->write_some(&part, 1);
         }
         done += w;
-        if (w == 0 && !wait_fd(pair->fd(), POLLOUT, d)) break;
+        if (w == 0 && !net::wait_fd(pair->fd(), POLLOUT, d)) break;
       }
     }
   } catch (...) {
@@ -242,7 +242,7 @@ void TcpTransport::drain_before_close(std::chrono::milliseconds at_most) noexcep
   char sink[4096];
   try {
     for (int fd : fds)
-      while (!d.expired() && wait_fd(fd, POLLIN, d)) {
+      while (!d.expired() && net::wait_fd(fd, POLLIN, d)) {
         const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;  // closed (or reset)
       }
