@@ -16,6 +16,12 @@ using Bytes = std::vector<uint8_t>;
 Bytes to_bytes(const std::string& s);
 std::string to_string(const Bytes& b);
 
+// A store implements the required core — the operations no other can stand in for: set, get
+// (blocking, with a timeout), add and compare_set (atomic on the store; add cannot be a
+// compare_set loop, which cannot tell its own swap from another's to the same value), check,
+// delete_key and num_keys — and gets the rest derived from it (store_defaults.cpp): wait and
+// multi_get as gets, multi_set as sets, append under a ticket lock made of add and wait. A
+// store overrides a derived operation when it can do better (one round trip, one lock).
 class Store {
  public:
   using Duration = std::chrono::milliseconds;
@@ -23,31 +29,35 @@ class Store {
 
   virtual ~Store() = default;
 
+  // --- the required core ---
   virtual void set(const std::string& key, const Bytes& value) = 0;
-  // Blocks until the key exists (or the timeout passes), then returns its value.
+  // Blocks until the key exists (or the timeout passes: Error(Timeout) naming the key), then
+  // returns its value.
   Bytes get(const std::string& key) { return get(key, timeout()); }
   virtual Bytes get(const std::string& key, Duration timeout) = 0;
   // Adds `delta` to the integer stored under key (decimal text; absent = 0); returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // If the current value equals `expected` (or the key is absent and `expected` is empty),
-  // stores `desired`. Returns the value now stored.
+  // stores `desired`. Returns the value now stored (`expected` when the key is absent).
   virtual Bytes compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) = 0;
-  // Blocks until every key exists. Error(Timeout) names the missing keys.
-  virtual void wait(const std::vector<std::string>& keys, Duration timeout) = 0;
-  void wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
   // True when every key exists; never blocks.
   virtual bool check(const std::vector<std::string>& keys) = 0;
   // Returns whether the key existed.
   virtual bool delete_key(const std::string& key) = 0;
   virtual int64_t num_keys() = 0;
+
+  // --- derived from the core unless overridden ---
+  // Blocks until every key exists. Error(Timeout) names the missing keys.
+  virtual void wait(const std::vector<std::string>& keys, Duration timeout);
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
   // Blocks until every key exists; values in the order of keys.
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys) {
     return multi_get(keys, timeout());
   }
-  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) = 0;
-  virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
+  virtual std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout);
+  virtual void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values);
   // Appends to the value (creating it if absent).
-  virtual void append(const std::string& key, const Bytes& value) = 0;
+  virtual void append(const std::string& key, const Bytes& value);
 
   // Convenience forms for text values.
   void set(const std::string& key, const std::string& value) { set(key, to_bytes(value)); }

@@ -84,33 +84,4 @@ int64_t TorchStore::num_keys() {
   return call("num_keys()", [&] { return store_->getNumKeys(); });
 }
 
-std::vector<Bytes> TorchStore::multi_get(const std::vector<std::string>& keys, Duration timeout) {
-  wait(keys, timeout);
-  std::vector<Bytes> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(call("get(" + k + ")", [&] { return store_->get(k); }));
-  return out;
-}
-
-void TorchStore::multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
-  if (keys.size() != values.size())
-    raise(ErrorKind::InvalidArgument, "multi_set: " + std::to_string(keys.size()) + " keys but " +
-                                          std::to_string(values.size()) + " values");
-  for (size_t i = 0; i < keys.size(); ++i) set(keys[i], values[i]);
-}
-
-void TorchStore::append(const std::string& key, const Bytes& value) {
-  const std::string lock = key + "/.spmd_append";
-  int64_t turn = add(lock + "/turn", 1);
-  if (turn > 1) {
-    const std::string previous = lock + "/done/" + std::to_string(turn - 1);
-    wait({previous}, timeout());
-    delete_key(previous);
-  }
-  Bytes now = check({key}) ? call("get(" + key + ")", [&] { return store_->get(key); }) : Bytes{};
-  now.insert(now.end(), value.begin(), value.end());
-  set(key, now);
-  set(lock + "/done/" + std::to_string(turn), to_bytes("1"));
-}
-
 }  // namespace spmd::torch_dist

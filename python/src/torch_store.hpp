@@ -29,12 +29,8 @@ class TorchStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   bool delete_key(const std::string& key) override;
   int64_t num_keys() override;
-  std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
-  using Store::multi_get;
-  void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
-  // torch 1.13's stores have no append: appends to one key are serialised by a ticket lock
-  // (add() hands out turns; each holder waits for its predecessor's release key).
-  void append(const std::string& key, const Bytes& value) override;
+  // multi_get, multi_set and append are Store's derivations (torch 1.13's stores have no
+  // append: the derived one takes turns through add() and wait()).
 
  private:
   c10::intrusive_ptr<c10d::Store> store_;

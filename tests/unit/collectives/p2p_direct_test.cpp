@@ -79,8 +79,9 @@ TEST(PointToPointDirect, AMessagePartlyThroughTheRingPartlyDirectArrivesWhole) {
 // the receiver's buffer), with the receiver's reason: either order is right.
 void expect_reported_by_receiver(ProcessGroup& g, const Error& e) {
   EXPECT_EQ(e.kind(), ErrorKind::Mismatch) << e.what();
-  if (g.rank() == 0)
+  if (g.rank() == 0) {
     EXPECT_NE(std::string(e.what()).find("rank 1 stopped the group"), std::string::npos) << e.what();
+  }
 }
 
 // A receiver that expects a larger message than is sent offers a buffer the sender must not
@@ -116,8 +117,12 @@ TEST(PointToPointDirect, AnotherTagOrDtypeOfTheSameSizeIsReportedNotWritten) {
         }
       } catch (const Error& e) {
         expect_reported_by_receiver(g, e);
-        if (g.rank() == 1 && tag) EXPECT_EQ(f[12345], -1.0f) << "the receiver's buffer was written";
-        if (g.rank() == 1 && !tag) EXPECT_EQ(i[12345], 7) << "the receiver's buffer was written";
+        if (g.rank() == 1 && tag) {
+          EXPECT_EQ(f[12345], -1.0f) << "the receiver's buffer was written";
+        }
+        if (g.rank() == 1 && !tag) {
+          EXPECT_EQ(i[12345], 7) << "the receiver's buffer was written";
+        }
       }
     });
 }
