@@ -10,7 +10,6 @@ namespace spmd::observe {
 
 namespace {
 
-thread_local ActiveCall* t_active = nullptr;
 thread_local char t_label[32] = {};
 
 }  // namespace
@@ -22,7 +21,7 @@ const int64_t kSteadyToWallNs = [] {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec - std::chrono::duration_cast<std::chrono::nanoseconds>(steady).count();
 }();
 
-ActiveCall*& active_call() { return t_active; }
+constinit thread_local ActiveCall* t_active_call = nullptr;
 
 // --- WaitScope, TraceLabel (call_probe.hpp) ---
 

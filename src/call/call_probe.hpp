@@ -50,7 +50,10 @@ struct ActiveCall {
   ActiveCall* outer = nullptr;
 };
 
-ActiveCall*& active_call();  // this thread's, or null
+// This thread's running call, or null. Inline (a TLS load, no call): the recorder sets it
+// around every call and the probes read it on every wait.
+extern constinit thread_local ActiveCall* t_active_call;
+inline ActiveCall*& active_call() { return t_active_call; }
 
 // The backend chose algorithm `algo` for the running call.
 inline void note_algorithm(uint16_t algo) {
