@@ -140,10 +140,14 @@ bool await_mid_write(pid_t receiver, uintptr_t at, size_t bytes, int seconds) {
 }
 
 // A rank that gives up on a call (its deadline passed while the root was stopped) gets its
-// buffer back for good: when the root runs on, it must not go on writing the rest of the
-// broadcast into it (single-copy broadcast: the root writes part of every receiver's buffer).
-// The root is stopped while the receiver's buffer is seen half written, and the receiver
-// confirms the failed call had partly written it: the case is tested, not hoped for.
+// buffer back: when the root runs on, it must not go on writing the rest of the broadcast into
+// it (single-copy broadcast: the root writes part of every receiver's buffer) — or, where the
+// root was stopped inside one of its copies into the receiver, the receiver waits for that
+// copy at most ShmGroup::kCopyDrain (1 s: no hang on a peer that never resumes) and then says
+// that the failed call's buffers may still change. So: the buffer stays the receiver's, or
+// the receiver warned; never a silent change. The root is stopped while the receiver's buffer
+// is seen half written, and the receiver confirms the failed call had partly written it: the
+// case is tested, not hoped for.
 TEST(MultiProcess, BufferOfARankThatLeftOnAnErrorStaysItsOwn) {
   bool tested = false;
   for (int attempt = 0; attempt < 3 && !tested && !HasFailure(); ++attempt) {
@@ -181,7 +185,11 @@ TEST(MultiProcess, BufferOfARankThatLeftOnAnErrorStaysItsOwn) {
     root.kill(SIGCONT);
     EXPECT_EQ(root.wait(std::chrono::seconds(30)), 0);
     ::close(::open(go.c_str(), O_CREAT | O_WRONLY, 0600));
-    EXPECT_EQ(receiver.wait(std::chrono::seconds(30)), 0) << "the receiver's buffer changed after its call had failed";
+    const int code = receiver.wait(std::chrono::seconds(30));
+    const bool warned = said.find("the buffers of the failed call may still change") != std::string::npos;
+    EXPECT_TRUE(code == 0 || (code == 1 && warned))
+        << "the receiver's buffer changed after its call had failed, without a warning (exit " << code << "):\n"
+        << said;
     ::close(root_out[0]);
     ::close(receiver_out[0]);
     ::unlink(go.c_str());
