@@ -16,14 +16,10 @@ std::atomic<Api*> g_fake{nullptr};  // set by tests
 namespace {
 
 Api* module(std::string* why) {
-  static std::string failure;
-  static Api* api = [] {
-    void* entry = load_module_entry(kModuleFile, kModuleEntry, &failure);
-    return entry ? reinterpret_cast<ModuleEntry>(entry)() : nullptr;
-  }();
+  Api* api = load_module_api<Api>(kModuleFile, kModuleEntry, why);
   if (!api && why)
     *why = "spmd's CUDA module could not be loaded (spmd is built with it when the CUDA toolkit and NCCL are found: "
-           "-DSPMD_WITH_NCCL=AUTO|ON): " + failure;
+           "-DSPMD_WITH_NCCL=AUTO|ON): " + *why;
   return api;
 }
 

@@ -14,4 +14,17 @@ namespace spmd {
 // tried and why each failed.
 void* load_module_entry(const char* file, const char* symbol, std::string* why);
 
+// The Api a module's entry point (`Api* entry()`) returns, loaded on the first call for this
+// Api type and kept; null when it cannot be loaded, with the loader's reasons in *why.
+template <typename Api>
+Api* load_module_api(const char* file, const char* entry, std::string* why) {
+  static std::string failure;
+  static Api* api = [&] {
+    void* symbol = load_module_entry(file, entry, &failure);
+    return symbol ? reinterpret_cast<Api* (*)()>(symbol)() : nullptr;
+  }();
+  if (!api && why) *why = failure;
+  return api;
+}
+
 }  // namespace spmd

@@ -13,15 +13,7 @@ namespace spmd::mpi {
 
 namespace {
 
-Api* load(std::string* why) {
-  static std::string failure;
-  static Api* api = [] {
-    void* entry = load_module_entry(kModuleFile, kModuleEntry, &failure);
-    return entry ? reinterpret_cast<ModuleEntry>(entry)() : nullptr;
-  }();
-  if (!api && why) *why = failure;
-  return api;
-}
+Api* load(std::string* why) { return load_module_api<Api>(kModuleFile, kModuleEntry, why); }
 
 std::mutex g_mutex;
 Runtime* g_runtime = nullptr;  // never destroyed: groups may outlive static destruction

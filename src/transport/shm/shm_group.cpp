@@ -3,7 +3,10 @@
 // other (spin, yield, futex sleep, doorbells) is shm_waiting.cpp.
 #include "transport/shm/shm_group.hpp"
 
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +23,23 @@
 namespace spmd::shm {
 
 namespace {
+
+// Registers this process for MEMBARRIER_CMD_GLOBAL_EXPEDITED (ShmGroup::notify_all); false
+// where the kernel lacks it or a sandbox refuses it. SPMD_SHM_MEMBARRIER=0 declines.
+bool register_membarrier() {
+  if (env::get("SPMD_SHM_MEMBARRIER").value_or("1") == "0") return false;
+  const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) || !(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))
+    return false;
+  return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+int online_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 CallSignature signature_of(const Record& r) {
   return CallSignature{static_cast<Collective>(r.collective), static_cast<DType>(r.dtype), static_cast<ReduceOp>(r.op),

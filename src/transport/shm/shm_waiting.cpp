@@ -2,6 +2,7 @@
 // barriers, the idle phases (spin, then yield, then a futex sleep in slices that check the
 // peers' health and the deadline), the doorbells that wake sleepers, and moving off a CPU
 // shared with another busy rank.
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/mman.h>
 
