@@ -21,6 +21,8 @@ tests+=(python3-venv python3-setuptools python3-wheel debootstrap)
 # The emulated cluster (tests/multinode): ping to check its links, a real ssh for head-node
 # mode, Slurm's controller, node daemon and srun/sbatch (AuthType=auth/none: no munge needed).
 tests+=(iputils-ping openssh-server openssh-client slurmctld slurmd slurm-client)
+# etcd for the etcd rendezvous' tests (a real server and cluster; etcdctl for the scripts).
+tests+=(etcd-server etcd-client)
 # Peer benchmarks (bench/peers): Open MPI and Gloo side by side with spmd; matplotlib for
 # bench/plot.py (spmd-bench --plot, compare.sh's busbw.png and its ctest smoke test) and
 # scripts/plot_trace.py (trace PNGs); valgrind for the flight recorder's cost in instructions

@@ -93,12 +93,12 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
   // torch's workers use the launcher's store (it speaks torch's TCPStore protocol too) instead
   // of starting their own, as under torchrun's static rendezvous: MASTER_ADDR/PORT point at it
   // and torch keys its rendezvous under /worker/attempt_<TORCHELASTIC_RESTART_COUNT>. Not with
-  // c10d, whose membership rounds keep the restart count (as torchrun, torch's rank 0 then hosts
+  // c10d or etcd, whose membership rounds keep the restart count (as torchrun, torch's rank 0 then hosts
   // its own store at MASTER_PORT), nor with SPMD_STORE_TOKEN (torch's client cannot present it).
   // TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is torchrun 2.x's switch for the same (rank 0 hosts
   // torch's store): needed where torch has no libuv, as torch 2.x's client of an agent store
   // asks for libuv whatever USE_LIBUV says (rendezvous.py passes it only to rank 0's store).
-  const bool agent_store = !plan.store_addr.empty() && o.rdzv_backend != RdzvBackend::C10d &&
+  const bool agent_store = !plan.store_addr.empty() && o.rdzv_backend == RdzvBackend::Static &&
                            std::getenv("SPMD_STORE_TOKEN") == nullptr && torch_may_share_agent_store(o);
   std::map<std::string, std::string> set{
       {"LOCAL_RANK", std::to_string(e.local_rank)},

@@ -45,13 +45,15 @@ Rendezvous:
   --master-port PORT        where node 0's spmdrun hosts the launcher store (static rendezvous;
                             required with --nnodes > 1). PyTorch workers use it too
                             (MASTER_ADDR/PORT, TORCHELASTIC_USE_AGENT_STORE=True)
-  --rdzv-backend static|c10d
+  --rdzv-backend static|c10d|etcd
                             static (default): fixed nodes and node ranks; c10d: nodes join at
-                            --rdzv-endpoint and get node ranks in join order
-  --rdzv-endpoint HOST:PORT
-                            c10d: the meeting point; the first node to bind it hosts the store
+                            --rdzv-endpoint and get node ranks in join order; etcd: as c10d,
+                            with the rendezvous kept in an etcd cluster (survives any node)
+  --rdzv-endpoint HOST:PORT[,HOST:PORT...]
+                            c10d: the meeting point; the first node to bind it hosts the store.
+                            etcd: the cluster's client endpoints (port 2379 by default)
   --rdzv-id ID              the job's id (TORCHELASTIC_RUN_ID; default "none"); nodes of one
-                            c10d job must give the same id
+                            c10d or etcd job must give the same id
   --rdzv-conf K=V,...       join_timeout=SECONDS (default 600), last_call_timeout=SECONDS
                             (default 1: how long to wait for more nodes once MIN have joined),
                             peer_timeout=SECONDS (default 30: a node whose spmdrun sends no

@@ -199,6 +199,8 @@ void parse_rdzv_conf(Options& o, const std::string& conf) {
     if (key == "join_timeout" || key == "timeout") o.join_timeout_s = to_seconds("join_timeout", val);
     else if (key == "last_call_timeout") o.last_call_timeout_s = to_seconds("last_call_timeout", val);
     else if (key == "peer_timeout") o.peer_timeout_s = std::max(0.2, to_seconds("peer_timeout", val));
+    else if (key == "protocol" && val != "http")
+      usage_error("--rdzv-conf protocol=" + val + ": spmdrun speaks plain http to etcd (TLS is not supported)");
     // Other torch keys (read_timeout, is_host, ...) are accepted and ignored.
   }
 }
@@ -255,7 +257,9 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
   }
   if (r.rdzv_backend == "static") o.rdzv_backend = RdzvBackend::Static;
   else if (r.rdzv_backend == "c10d") o.rdzv_backend = RdzvBackend::C10d;
-  else usage_error("--rdzv-backend " + r.rdzv_backend + ": spmdrun knows static and c10d");
+  // torchrun's "etcd" and "etcd-v2" (etcd's v2 API); spmdrun speaks etcd's v3 API for both.
+  else if (r.rdzv_backend == "etcd" || r.rdzv_backend == "etcd-v2") o.rdzv_backend = RdzvBackend::Etcd;
+  else usage_error("--rdzv-backend " + r.rdzv_backend + ": spmdrun knows static, c10d and etcd");
   parse_rdzv_conf(o, r.rdzv_conf);
   if (!r.max_restarts.empty()) o.max_restarts = to_int("--max-restarts", r.max_restarts);
   if (o.max_restarts < 0) usage_error("--max-restarts " + r.max_restarts + ": expected >= 0");
@@ -277,7 +281,7 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
   }
   if (o.rdzv_backend == RdzvBackend::Static) {
     if (o.min_nodes != o.max_nodes)
-      usage_error("--nnodes " + r.nnodes + ": a range needs --rdzv-backend c10d (the static "
+      usage_error("--nnodes " + r.nnodes + ": a range needs --rdzv-backend c10d or etcd (the static "
                   "rendezvous has a fixed number of nodes)");
     if (o.node_rank < 0 || o.node_rank >= o.max_nodes)
       usage_error("--node-rank " + std::to_string(o.node_rank) + " is out of range for --nnodes " +
@@ -287,6 +291,9 @@ void finish(Options& o, Raw& r, const std::map<std::string, std::string>& env) {
       usage_error("--nnodes " + std::to_string(o.max_nodes) + " with the static rendezvous needs "
                   "--master-addr and --master-port (where node 0's spmdrun hosts the store)");
   } else if (o.rdzv_endpoint.empty() && !o.dry_run) {
+    if (o.rdzv_backend == RdzvBackend::Etcd)
+      usage_error("--rdzv-backend etcd needs --rdzv-endpoint HOST:PORT[,HOST:PORT...] (the client "
+                  "endpoints of the etcd cluster, 2379 by default)");
     usage_error("--rdzv-backend c10d needs --rdzv-endpoint HOST:PORT (the first node to bind it "
                 "hosts the store)");
   }

@@ -12,7 +12,8 @@
 
 namespace spmd::launcher {
 
-enum class RdzvBackend { Static, C10d };
+// c10d and etcd are the elastic ones: nodes join in rounds, node ranks in join order.
+enum class RdzvBackend { Static, C10d, Etcd };
 
 struct Options {
   // Nodes and processes.
@@ -35,7 +36,7 @@ struct Options {
   bool master_port_given = false;
   bool standalone = false;
   RdzvBackend rdzv_backend = RdzvBackend::Static;
-  std::string rdzv_endpoint;  // host:port (c10d)
+  std::string rdzv_endpoint;  // host:port (c10d); host:port[,host:port...] (etcd's members)
   std::string rdzv_id = "none";
   double join_timeout_s = 600;      // --rdzv-conf join_timeout=...
   double last_call_timeout_s = 1;   // --rdzv-conf last_call_timeout=...

@@ -19,10 +19,16 @@ void say(const std::string& text) { write_all(2, text.data(), text.size()); }
 bool is_number(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
 }  // namespace
 
-C10dRendezvous::C10dRendezvous(const Options& o, SignalChannel& signals) : StoreRendezvous(o, signals) {
-  scope_ = "spmdrun/c10d/" + o.rdzv_id;
-  endpoint_text_ = o.rdzv_endpoint;
-  what_ = "c10d rendezvous '" + o.rdzv_id + "' at " + endpoint_text_;
+C10dRendezvous::C10dRendezvous(const Options& o, SignalChannel& signals, const std::string& backend,
+                               const std::string& where)
+    : StoreRendezvous(o, signals) {
+  scope_ = "spmdrun/" + backend + "/" + o.rdzv_id;
+  endpoint_text_ = where;
+  what_ = backend + " rendezvous '" + o.rdzv_id + "' at " + endpoint_text_;
+}
+
+C10dRendezvous::C10dRendezvous(const Options& o, SignalChannel& signals)
+    : C10dRendezvous(o, signals, "c10d", o.rdzv_endpoint) {
   auto [host, port] = parse_endpoint("--rdzv-endpoint", o.rdzv_endpoint, 29400);
   // The rule: a node on the endpoint's host tries to bind its port; whoever succeeds hosts the
   // store, everyone else (a second node on the same host included) is a client.
@@ -64,8 +70,7 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
   std::string master = store_->get_string(key("master"));
   plan.master_addr = master.substr(0, master.rfind('|'));
   plan.master_port = std::atoi(master.substr(master.rfind('|') + 1).c_str());
-  plan.store_addr = store_host_;
-  plan.store_port = store_port_;
+  set_worker_store(plan);
   member_of_round_ = round;
   begin_attempt(round, index, nnodes);
   return plan;
@@ -131,9 +136,18 @@ void C10dRendezvous::close_round(const Deadline& deadline) {
     }
   }
   int n = std::min(joined(), o.max_nodes);
-  store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
+  publish_round_addresses();
   store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n)));
   store_->set(scope_ + "/current", std::to_string(round_));
+}
+
+void C10dRendezvous::publish_round_addresses() {
+  store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
+}
+
+void C10dRendezvous::set_worker_store(AttemptPlan& plan) {
+  plan.store_addr = store_host_;
+  plan.store_port = store_port_;
 }
 
 // Before closing round n, round n-1 must be over and each of its nodes settled: it
@@ -185,6 +199,7 @@ bool C10dRendezvous::previous_round_settled(int prev, int prev_nodes, std::vecto
     std::string beat_key = key_in(prev, "beat" + std::to_string(i));
     std::string beat = store_->check({beat_key}) ? store_->get_string(beat_key) : "";
     auto slot = static_cast<size_t>(i);
+    if (!beats_seen[slot].empty() && beat.empty()) continue;  // its lease ran out (etcd): gone
     if (beat != beats_seen[slot]) {
       beats_seen[slot] = beat;
       changed[slot] = Clock::now();

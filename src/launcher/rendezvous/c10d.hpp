@@ -25,6 +25,19 @@ class C10dRendezvous : public StoreRendezvous {
   C10dRendezvous(const Options& options, SignalChannel& signals);
   AttemptPlan next(int restart_count) override;
 
+ protected:
+  // For a backend that keeps the same rounds in another store (etcd): sets the scope and the
+  // name used in messages, opens nothing; the subclass sets store_.
+  C10dRendezvous(const Options& options, SignalChannel& signals, const std::string& backend,
+                 const std::string& where);
+  // Called by the node closing a round, before "closed": publishes what every node's workers
+  // meet at ("master", and whatever a subclass adds).
+  virtual void publish_round_addresses();
+  // The launcher store address the workers get (SPMD_STORE_ADDR/_PORT).
+  virtual void set_worker_store(AttemptPlan& plan);
+
+  std::string what_;         // "c10d rendezvous '<id>' at <endpoint>", for messages
+
  private:
   void join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes);
   void close_round(const Deadline& deadline);
@@ -35,7 +48,6 @@ class C10dRendezvous : public StoreRendezvous {
   int joined() { return static_cast<int>(store_->add(key("joined"), 0)); }
 
   std::string endpoint_text_;
-  std::string what_;         // "c10d rendezvous '<id>' at <endpoint>", for messages
   int member_of_round_ = -1;  // the last round this node took part in
 };
 

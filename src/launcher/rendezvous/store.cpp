@@ -143,6 +143,10 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
   may_host_on_.reset();
 }
 
+std::string StoreRendezvous::store_where() const {
+  return net::endpoint(store_host_, static_cast<uint16_t>(store_port_));
+}
+
 void StoreRendezvous::report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline) {
   auto now = std::chrono::steady_clock::now();
   if (what != wait_reported_what_) {  // a new wait: its first line comes one interval in
@@ -229,7 +233,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
     return v;
   };
   if (store_unreachable_)
-    return lost_store("the store at " + net::endpoint(store_host_, static_cast<uint16_t>(store_port_)) + " did not answer within " +
+    return lost_store("the store at " + store_where() + " did not answer within " +
                       std::to_string(call_timeout().count() / 1000) + " s; is this node cut off from it?");
   try {
     if (local.kind == Kind::Succeeded) {
@@ -312,7 +316,7 @@ void StoreRendezvous::finish(bool job_over) {
     if (job_over) store_->compare_set(scope_ + "/finished", {}, to_bytes("1"));
   } catch (const Error&) {
   }
-  if (!server_) return;
+  if (!waits_for_acknowledgements()) return;
   // Keep the store up until every node has read the verdict (or a short deadline passes).
   std::vector<std::string> acks;
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));

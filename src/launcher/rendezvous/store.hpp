@@ -79,6 +79,12 @@ class StoreRendezvous : public Rendezvous {
   std::string key_in(int round, const std::string& name) const;  // "<scope>/a<round>/<name>"
   // Raises Error(Store) when the job is over ("<scope>/finished"): nothing left to join.
   void check_job_running();
+  // A second client of the store, for the watcher thread (the main thread's may be busy).
+  virtual std::shared_ptr<Store> open_watcher_client(const Deadline& deadline) { return connect(deadline); }
+  // Where the store is, for messages ("host:port").
+  virtual std::string store_where() const;
+  // Whether this node keeps the store up until every node has read the job's verdict.
+  virtual bool waits_for_acknowledgements() const { return server_ != nullptr; }
 
   const Options& options_;
   SignalChannel& signals_;
@@ -99,6 +105,9 @@ class StoreRendezvous : public Rendezvous {
   int round_ = 0;
   int node_rank_ = 0;
   int nnodes_ = 1;
+  // A call to the store timed out at the end of a round (a cut cable, a hung store host):
+  // the rest of the round's calls would each wait call_timeout() for nothing; skip them.
+  std::atomic<bool> store_unreachable_{false};
 
  private:
   struct WatchedKeys;
@@ -121,9 +130,6 @@ class StoreRendezvous : public Rendezvous {
   // When the watcher last saw each node's heartbeat change: finish() waits for a node's
   // acknowledgement no longer than its heartbeat would have taken to time out.
   std::vector<std::chrono::steady_clock::time_point> beat_changed_;
-  // A call to the store timed out at the end of a round (a cut cable, a hung store host):
-  // the rest of the round's calls would each wait call_timeout() for nothing; skip them.
-  std::atomic<bool> store_unreachable_{false};
 };
 
 }  // namespace spmd::launcher

@@ -37,7 +37,7 @@ void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
     peer_lost_.clear();
   }
   // The watcher has its own connection: the main thread's client may be busy in a call.
-  std::shared_ptr<TcpStore> client = connect(Deadline(kCallTimeout));
+  std::shared_ptr<Store> client = open_watcher_client(Deadline(kCallTimeout));
   auto keys = std::make_shared<WatchedKeys>();
   keys->over = key("over");
   keys->done = key("done");
@@ -58,6 +58,11 @@ std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& ke
   for (size_t r = 0; r < keys.beats.size(); ++r) {
     if (static_cast<int>(r) == node_rank_) continue;
     std::string now = client.check({keys.beats[r]}) ? client.get_string(keys.beats[r]) : "";
+    if (!last[r].empty() && now.empty()) {  // its lease ran out (etcd): its spmdrun is gone
+      client.set(keys.deads[r], std::string("1"));
+      return "node " + std::to_string(r) + "'s spmdrun stopped answering (its heartbeat's lease ran out after " +
+             duration_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
+    }
     if (now != last[r]) {
       last[r] = now;
       changed[r] = Clock::now();
