@@ -202,6 +202,10 @@ std::string EtcdHttp::post(const std::string& path, const std::string& body, con
       int code = connection_->read_head(this_try);
       std::string reply = connection_->read_body(this_try);
       if (!connection_->reusable()) connection_.reset();
+      // 5xx: the member cannot answer now ("leader changed" while the cluster elects a new
+      // leader, "request timed out" without a quorum): another member, or this one later, can.
+      if (code >= 500) raise(ErrorKind::PeerLost, "etcd at " + net::endpoint(e.host, e.port) + " is unavailable (HTTP " +
+                                                       std::to_string(code) + "): " + reply);
       if (code != 200)
         raise(ErrorKind::Store, "etcd at " + net::endpoint(e.host, e.port) + " refused " + path + " (HTTP " +
                                     std::to_string(code) + "): " + reply);
