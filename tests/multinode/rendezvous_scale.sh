@@ -6,10 +6,12 @@
 # spmdrun that bound the endpoint) and the number of open connections are sampled while the
 # job runs. Prints one line per N, e.g.
 #   nodes 256: 14.2 s, store: 768 connections (peak 512 open), 81234 segments in, peak RSS 9.1 MiB
-# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS]
+# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS] [--backend c10d|etcd]
 #   --worker spmd: spmd_elastic_worker (in the build's tests/bin/: jobs.sh's TESTS_BIN),
 #     i.e. spmd::init + an all_reduce over all N ranks;
 #   --hold S: workers sleep S seconds, so the launchers' heartbeats run for that long.
+#   --backend etcd: the etcd rendezvous, with one etcd member in the namespace (127.0.0.1:2379);
+#     the "store" figures are then etcd's (its connections, its peak RSS).
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -17,19 +19,29 @@ bin_dir=$1
 shift
 worker=(--no-python true)
 spmd_worker=0
+backend=c10d
 sizes=()
 while (($#)); do
   case $1 in
     --worker) [[ $2 == spmd ]] && spmd_worker=1; shift 2 ;;
     --hold) worker=(--no-python sleep "$2"); spmd_worker=0; shift 2 ;;
+    --backend) backend=$2; shift 2 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
-mn_setup "$bin_dir" 0 nstat
+[[ $backend == c10d || $backend == etcd ]] || fail "--backend $backend: c10d or etcd"
+if [[ $backend == etcd ]]; then mn_setup "$bin_dir" 0 nstat etcd; else mn_setup "$bin_dir" 0 nstat; fi
 ((spmd_worker)) && worker=("$TESTS_BIN/spmd_elastic_worker")
 MN_RATE="" cluster_up 1 || fail "cannot make the namespace"
 ulimit -n 65536 2>/dev/null || true
 PORT=29400
+if [[ $backend == etcd ]]; then
+  PORT=2379
+  bg_on_node 0 "$WORK/etcd.log" etcd --data-dir "$WORK/etcd-data" --listen-client-urls http://127.0.0.1:2379 \
+    --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380
+  etcd_up() { on_node 0 env ETCDCTL_API=3 etcdctl --endpoints 127.0.0.1:2379 endpoint health >/dev/null 2>&1; }
+  wait_until 30 etcd_up || fail "etcd did not start: $(tail -n 5 "$WORK/etcd.log")"
+fi
 
 # The pid of the process listening on $PORT in node 0's namespace ("" until someone binds it).
 store_pid() { on_node 0 ss -Hltnp "sport = :$PORT" 2>/dev/null | grep -oE 'pid=[0-9]+' | head -1 | cut -d= -f2; }
@@ -40,7 +52,7 @@ for n in "${sizes[@]}"; do
   t0=$(date +%s.%N)
   pids=()
   for ((i = 0; i < n; ++i)); do
-    bg_on_node 0 "$WORK/node.$i" timeout -s KILL 600 "$SPMDRUN" --nnodes "$n" --nproc-per-node 1 --rdzv-backend c10d \
+    bg_on_node 0 "$WORK/node.$i" timeout -s KILL 600 "$SPMDRUN" --nnodes "$n" --nproc-per-node 1 --rdzv-backend "$backend" \
       --rdzv-endpoint "127.0.0.1:$PORT" --rdzv-id "scale$n" --rdzv-conf join_timeout=500 "${worker[@]}"
     pids+=("$BG_PID")
   done
@@ -69,9 +81,8 @@ for n in "${sizes[@]}"; do
   octets=$(awk '$1 == "IpExtInOctets" {print $2}' <<<"$counters")
   awk -v n="$n" -v t="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" -v acc="$accepted" -v peak="$peak_conns" \
     -v segs="$segs" -v oct="$octets" -v kb="$peak_kb" -v l0="$load_before" -v l1="$(cut -d' ' -f1 /proc/loadavg)" \
-    'BEGIN { printf "nodes %d: %.1f s, store: %d connections (peak %d open), %d segments in, %.1f MB in, peak RSS %.1f MiB, load %s -> %s\n",
-             n, t, acc, peak, segs, oct / 1e6, kb / 1024, l0, l1 }'
-  MN_BG_PIDS=()
+    -v b="$backend" 'BEGIN { printf "%s, nodes %d: %.1f s, store: %d connections (peak %d open), %d segments in, %.1f MB in, peak RSS %.1f MiB, load %s -> %s\n",
+             b, n, t, acc, peak, segs, oct / 1e6, kb / 1024, l0, l1 }'
   rm -f "$WORK"/node.*
 done
 echo "multinode rendezvous scale: ${#sizes[@]} passed, 0 failed"

@@ -82,7 +82,7 @@ void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& dead
   const Options& o = options_;
   while (true) {
     round_ = round;
-    index = static_cast<int>(store_->add(key("joined"), 1)) - 1;
+    index = static_cast<int>(count_up(*store_, key("joined"))) - 1;
     store_->set(key("node" + std::to_string(index)), node_entry(o, prev_index));
     if (index == 0) close_round(deadline);
     wait_keys({key("closed")}, deadline, what_, [&] {

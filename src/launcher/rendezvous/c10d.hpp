@@ -45,7 +45,7 @@ class C10dRendezvous : public StoreRendezvous {
   bool previous_round_settled(int prev, int prev_nodes, std::vector<std::string>& beats_seen,
                               std::vector<std::chrono::steady_clock::time_point>& changed, std::string& status,
                               std::string& wake);
-  int joined() { return static_cast<int>(store_->add(key("joined"), 0)); }
+  int joined() { return static_cast<int>(count_of(*store_, key("joined"))); }
 
   std::string endpoint_text_;
   int member_of_round_ = -1;  // the last round this node took part in

@@ -1,5 +1,6 @@
 #include "launcher/rendezvous/etcd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -60,6 +61,30 @@ std::shared_ptr<etcd::EtcdStore> EtcdRendezvous::open_client() {
 std::shared_ptr<Store> EtcdRendezvous::open_watcher_client(const Deadline& /*deadline*/) { return open_client(); }
 
 std::string EtcdRendezvous::store_where() const { return "etcd (" + etcd_->where() + ")"; }
+
+int64_t EtcdRendezvous::count_up(Store& store, const std::string& key) {
+  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&store);
+  return etcd_client ? etcd_client->count_up(key) : StoreRendezvous::count_up(store, key);
+}
+
+int64_t EtcdRendezvous::count_of(Store& store, const std::string& key) {
+  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&store);
+  return etcd_client ? etcd_client->count_of(key) : StoreRendezvous::count_of(store, key);
+}
+
+std::vector<std::string> EtcdRendezvous::read_values(Store& client, const std::vector<std::string>& keys) {
+  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&client);
+  if (!etcd_client || keys.empty()) return StoreRendezvous::read_values(client, keys);
+  std::string prefix = keys.front();
+  for (const auto& k : keys) prefix.resize(std::mismatch(prefix.begin(), prefix.end(), k.begin(), k.end()).first - prefix.begin());
+  std::string live = "live " + std::to_string(++heartbeat_reads_);
+  std::vector<std::string> values(keys.size(), live);
+  if (etcd_client->count_prefix(prefix) >= static_cast<int64_t>(keys.size())) return values;
+  std::vector<std::string> present = etcd_client->keys_with_prefix(prefix);
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (std::find(present.begin(), present.end(), keys[i]) == present.end()) values[i].clear();
+  return values;
+}
 
 void EtcdRendezvous::publish_round_addresses() {
   C10dRendezvous::publish_round_addresses();

@@ -32,6 +32,14 @@ class EtcdRendezvous : public C10dRendezvous {
   std::shared_ptr<Store> open_watcher_client(const Deadline& deadline) override;
   std::string store_where() const override;
   bool waits_for_acknowledgements() const override { return node_rank_ == 0; }
+  // Counters are the key's version (etcd counts the puts to a key): one put, no retries, however
+  // many nodes count at once (add() would be a compare-and-swap loop that they all contend on).
+  int64_t count_up(Store& store, const std::string& key) override;
+  int64_t count_of(Store& store, const std::string& key) override;
+  // The heartbeats are leased: a node is alive while its key exists, so one count of the
+  // round's heartbeat keys answers for every node (a listing of their names only when one is
+  // missing), not a read of every node's value. A live key reads as a value that changed.
+  std::vector<std::string> read_values(Store& client, const std::vector<std::string>& keys) override;
   void publish_round_addresses() override;
   void set_worker_store(AttemptPlan& plan) override;
 
@@ -41,6 +49,7 @@ class EtcdRendezvous : public C10dRendezvous {
   etcd::EtcdStoreOptions store_options_;
   std::shared_ptr<etcd::EtcdStore> etcd_;
   std::unique_ptr<TcpStoreServer> workers_store_;  // hosted while this node is a round's node 0
+  uint64_t heartbeat_reads_ = 0;
 };
 
 }  // namespace spmd::launcher

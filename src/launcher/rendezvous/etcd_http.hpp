@@ -73,6 +73,11 @@ class EtcdHttp {
   std::unique_ptr<HttpConnection> open_stream(const std::string& path, const std::string& body,
                                               const Deadline& deadline);
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+  // The member calls go to now (it changes when one does not answer).
+  size_t current_member() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return current_;
+  }
 
  private:
   std::mutex mu_;

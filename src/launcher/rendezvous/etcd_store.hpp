@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/json.hpp"
 #include "launcher/rendezvous/etcd_http.hpp"
 #include "spmd/store.hpp"
 
@@ -71,6 +72,16 @@ class EtcdStore : public Store {
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys, Duration timeout) override;
 
+  // The values of keys, nullopt for a missing one, in as few requests as etcd allows.
+  std::vector<std::optional<Bytes>> try_get(const std::vector<std::string>& keys);
+  // A counter kept in a key's version (the number of puts since it was created): count_up puts
+  // it and returns the new count in one transaction (atomic without retries); count_of reads it
+  // (0: absent). Not for keys that are set or added to otherwise.
+  int64_t count_up(const std::string& key);
+  int64_t count_of(const std::string& key);
+  // How many keys start with `prefix`, and which (without their values): one small request.
+  int64_t count_prefix(const std::string& prefix);
+  std::vector<std::string> keys_with_prefix(const std::string& prefix);
   // Deletes every key that starts with `prefix` (under root); returns how many.
   int64_t delete_prefix(const std::string& prefix);
   // Puts a key under a lease of its own that ends after ttl_s (a marker that outlives the job
@@ -81,14 +92,21 @@ class EtcdStore : public Store {
   std::string where() const { return endpoints_text(http_.endpoints()); }
 
  private:
+  static constexpr size_t kMaxReadsPerTxn = 100;
   struct Entry {
     Bytes value;
     int64_t mod_revision = 0;  // 0: absent
+    int64_t version = 0;       // puts since the key was created
   };
   // Reads keys in one transaction; `revision` is the store's revision they were read at.
   std::vector<Entry> read(const std::vector<std::string>& keys, int64_t& revision);
-  // Puts `value` if the key's mod_revision is still `mod_revision` (0: still absent).
-  bool put_if(const std::string& key, const Bytes& value, int64_t mod_revision);
+  // wait(), returning what the read that found every key read.
+  std::vector<Entry> wait_entries(const std::vector<std::string>& keys, Duration timeout);
+  // Puts `value` if the key's mod_revision is still current's (0: still absent); otherwise
+  // false, with `current` now what the key holds.
+  bool put_if(const std::string& key, const Bytes& value, Entry& current);
+  static Entry entry_of(const JsonValue* response_range);
+  static void back_off(int attempt);
   // Blocks until `key` is put after `revision`, or the deadline; false at the deadline.
   bool watch_put(const std::string& key, int64_t revision, const Deadline& deadline);
   std::string put_request(const std::string& key, const Bytes& value, int64_t lease);
@@ -96,6 +114,12 @@ class EtcdStore : public Store {
 
   EtcdStoreOptions options_;
   EtcdHttp http_;
+  std::mutex watch_mu_;
+  std::string kept_watch_key_;                   // the key kept_watch_ watches
+  size_t kept_watch_member_ = 0;                 // on this member
+  std::vector<std::string> kept_watch_wait_;     // for a wait on these keys, which missed
+  std::string kept_watch_missing_;               // these
+  std::unique_ptr<HttpConnection> kept_watch_;  // a watch left open by a wait that timed out
 };
 
 }  // namespace spmd::launcher::etcd

@@ -237,7 +237,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
                       std::to_string(call_timeout().count() / 1000) + " s; is this node cut off from it?");
   try {
     if (local.kind == Kind::Succeeded) {
-      if (store_->add(key("done"), 1) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
+      if (count_up(*store_, key("done")) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
       // Wait for the job's end: the watcher wakes us; a signal stops the whole job.
       pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {stop_event_.get(), POLLIN, 0}};
       while (!(fds[1].revents & POLLIN)) {

@@ -83,6 +83,13 @@ class StoreRendezvous : public Rendezvous {
   virtual std::shared_ptr<Store> open_watcher_client(const Deadline& deadline) { return connect(deadline); }
   // Where the store is, for messages ("host:port").
   virtual std::string store_where() const;
+  // The round's counters ("joined": the join order, "done"): one more (returns the count), or
+  // how many so far. A store that counts without read-modify-write retries overrides both.
+  virtual int64_t count_up(Store& store, const std::string& key) { return store.add(key, 1); }
+  virtual int64_t count_of(Store& store, const std::string& key) { return store.add(key, 0); }
+  // The values of keys ("" for a missing one): how the watcher reads the other nodes'
+  // heartbeats. A store that reads many keys in one request overrides it.
+  virtual std::vector<std::string> read_values(Store& client, const std::vector<std::string>& keys);
   // Whether this node keeps the store up until every node has read the job's verdict.
   virtual bool waits_for_acknowledgements() const { return server_ != nullptr; }
 

@@ -55,9 +55,10 @@ void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
 std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& keys, std::vector<std::string>& last,
                                             std::vector<Clock::time_point>& changed) {
   auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
+  std::vector<std::string> beats = read_values(client, keys.beats);
   for (size_t r = 0; r < keys.beats.size(); ++r) {
     if (static_cast<int>(r) == node_rank_) continue;
-    std::string now = client.check({keys.beats[r]}) ? client.get_string(keys.beats[r]) : "";
+    const std::string& now = beats[r];
     if (!last[r].empty() && now.empty()) {  // its lease ran out (etcd): its spmdrun is gone
       client.set(keys.deads[r], std::string("1"));
       return "node " + std::to_string(r) + "'s spmdrun stopped answering (its heartbeat's lease ran out after " +
@@ -73,6 +74,12 @@ std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& ke
     }
   }
   return "";
+}
+
+std::vector<std::string> StoreRendezvous::read_values(Store& client, const std::vector<std::string>& keys) {
+  std::vector<std::string> values;
+  for (const auto& k : keys) values.push_back(client.check({k}) ? client.get_string(k) : "");
+  return values;
 }
 
 void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
@@ -102,8 +109,8 @@ void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
       }
       // torchrun's agents check num_nodes_waiting each monitor interval; here each slice. A
       // round some node already finished is left to end (its workers are done).
-      int64_t waiting = keys.elastic ? client.add(keys.next_round_joined, 0) : 0;
-      if (waiting > 0 && client.add(keys.done, 0) == 0)
+      int64_t waiting = keys.elastic ? count_of(client, keys.next_round_joined) : 0;
+      if (waiting > 0 && count_of(client, keys.done) == 0)
         client.compare_set(keys.over, {}, to_bytes("rejoin|" + std::to_string(node_rank_) + "|0|" +
                                                    std::to_string(waiting) + " node(s) waiting to join"));
     } catch (const Error& e) {
