@@ -66,7 +66,7 @@ expect() {
 expect "spmdrun --nproc" "--nproc-per-node"
 expect "spmdrun --nproc_" "--nproc_per_node"
 expect "spmdrun --nproc-per-node " "gpu auto cpu"
-expect "spmdrun --rdzv-backend " "static c10d"
+expect "spmdrun --rdzv-backend " "static c10d etcd"
 expect "spmdrun -t " "0 1 2 3"
 expect "spmdrun --local-rank-arg=" "local_rank local-rank"
 expect "spmdrun ./train.py --lr 1 t" "train.py"
