@@ -27,21 +27,8 @@ std::vector<std::string> elastic_node(const std::string& endpoint, const std::st
                                 "--rdzv-endpoint", endpoint, "--rdzv-id", id, "--rdzv-conf", conf,
                                 "--grace-period", "2"};
   args.insert(args.end(), extra.begin(), extra.end());
-  for (const std::string& a : {print_env_path(), std::string("--sleep-ms"), std::string("60000"),
-                               std::string("--sleep-if-world"), std::to_string(sleep_world)})
-    args.push_back(a);
+  for (const std::string& a : worker_sleeping_in_world(sleep_world)) args.push_back(a);
   return args;
-}
-
-// The workers of one round (their SPMD_STORE_PREFIX, "spmd/<id>/<round>"), from every node's
-// output: RANK → fields.
-std::map<int, std::map<std::string, std::string>> round_workers(const std::vector<const Result*>& nodes,
-                                                                const std::string& prefix) {
-  std::map<int, std::map<std::string, std::string>> all;
-  for (const Result* r : nodes)
-    for (auto& fields : parse_worker_blocks(r->out))
-      if (fields["SPMD_STORE_PREFIX"] == prefix) all[std::stoi(fields["RANK"])] = fields;
-  return all;
 }
 
 TEST(Elastic, ALateNodeIsAdmittedAtTheNextRoundWithoutSpendingARestart) {

@@ -98,6 +98,19 @@ Result run(const std::vector<std::string>& args, const std::map<std::string, std
   return l.finish();
 }
 
+std::map<int, std::map<std::string, std::string>> round_workers(const std::vector<const Result*>& nodes,
+                                                                const std::string& prefix) {
+  std::map<int, std::map<std::string, std::string>> all;
+  for (const Result* r : nodes)
+    for (auto& fields : parse_worker_blocks(r->out))
+      if (fields["SPMD_STORE_PREFIX"] == prefix) all[std::stoi(fields["RANK"])] = fields;
+  return all;
+}
+
+std::vector<std::string> worker_sleeping_in_world(int sleep_world) {
+  return {print_env_path(), "--sleep-ms", "60000", "--sleep-if-world", std::to_string(sleep_world)};
+}
+
 std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::string& out) {
   // Lines look like "[2]:RANK=2"; a worker's fields run from its PID line to its
   // OMP_NUM_THREADS line (print_env writes them in one write).

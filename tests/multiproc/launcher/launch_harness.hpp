@@ -52,6 +52,14 @@ std::vector<std::map<std::string, std::string>> parse_worker_blocks(const std::s
 // The same per global rank (a later block of a rank replaces an earlier one).
 std::map<int, std::map<std::string, std::string>> parse_workers(const std::string& out);
 
+// The workers of one round (their SPMD_STORE_PREFIX, "spmd/<id>/<round>") in the output of
+// every node: RANK → fields.
+std::map<int, std::map<std::string, std::string>> round_workers(const std::vector<const Result*>& nodes,
+                                                                const std::string& prefix);
+// print_env and its arguments for an elastic job's workers: they sleep a minute while the
+// world has `sleep_world` ranks and exit 0 in any other round.
+std::vector<std::string> worker_sleeping_in_world(int sleep_world);
+
 // PIDs printed by workers ("PID=<n>") anywhere in the output.
 std::vector<int> worker_pids(const std::string& out);
 // True when the process is gone (or a zombie nobody will reap: never ours).
