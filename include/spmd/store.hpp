@@ -228,6 +228,10 @@ class TcpStore : public Store {
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
   uint16_t port() const;  // the server's port (useful with is_server and port 0)
+  // The numeric addresses of this client's connection: this host's end (how it reaches the
+  // server) and the server's (as this host reaches it); "" when not connected.
+  std::string local_address() const;
+  std::string server_address() const;
 
  private:
   struct Impl;

@@ -82,7 +82,7 @@ const std::vector<std::string>& launch_variable_names() {
       "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
       "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
       "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
-      "SPMD_STORE_PORT", "SPMD_STORE_PREFIX",
+      "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "SPMD_LOCAL_ADDR",
       "CUDA_VISIBLE_DEVICES", "SPMD_GPUS_PER_PROC"};  // these two with --gpus-per-proc
   return names;
 }
@@ -129,6 +129,7 @@ std::vector<std::string> worker_environment(const Options& o, const AttemptPlan&
     set["CUDA_VISIBLE_DEVICES"] = worker_gpus(o, e.local_rank);
     set["SPMD_GPUS_PER_PROC"] = std::to_string(o.gpus_per_proc);
   }
+  if (!plan.local_addr.empty()) set["SPMD_LOCAL_ADDR"] = plan.local_addr;
   if (!plan.store_addr.empty()) {
     set["SPMD_STORE_ADDR"] = plan.store_addr;
     set["SPMD_STORE_PORT"] = std::to_string(plan.store_port);

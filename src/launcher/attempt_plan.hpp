@@ -17,6 +17,7 @@ struct AttemptPlan {
   int node_rank = 0;
   std::string master_addr;  // MASTER_ADDR / MASTER_PORT: left for PyTorch's own TCPStore
   int master_port = 0;
+  std::string local_addr;   // SPMD_LOCAL_ADDR: where this node's workers listen ("" = their choice)
   std::string store_addr;   // SPMD_STORE_ADDR / _PORT: the launcher's store ("" = none)
   int store_port = 0;
   std::string run_id;

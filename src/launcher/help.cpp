@@ -52,6 +52,9 @@ Rendezvous:
   --rdzv-endpoint HOST:PORT[,HOST:PORT...]
                             c10d: the meeting point; the first node to bind it hosts the store.
                             etcd: the cluster's client endpoints (port 2379 by default)
+  --local-addr ADDR         the address the other nodes reach this node at (its workers listen
+                            there; MASTER_ADDR when it is node 0); default: learned from the
+                            rendezvous connections, not from the host name
   --rdzv-id ID              the job's id (TORCHELASTIC_RUN_ID; default "none"); nodes of one
                             c10d or etcd job must give the same id
   --rdzv-conf K=V,...       join_timeout=SECONDS (default 600), last_call_timeout=SECONDS

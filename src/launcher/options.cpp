@@ -101,6 +101,7 @@ const std::vector<Flag>& flags() {
     toggle("standalone", {}, [](Options& o, Raw&, const std::string&) { o.standalone = true; });
     value("rdzv_backend", {}, [](Options&, Raw& r, const std::string& v) { r.rdzv_backend = v; });
     value("rdzv_endpoint", {}, [](Options& o, Raw&, const std::string& v) { o.rdzv_endpoint = v; });
+    value("local_addr", {}, [](Options& o, Raw&, const std::string& v) { o.local_addr = v; });
     value("rdzv_id", {}, [](Options& o, Raw& r, const std::string& v) {
       o.rdzv_id = v;
       r.rdzv_id_given = true;

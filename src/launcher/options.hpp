@@ -38,6 +38,9 @@ struct Options {
   RdzvBackend rdzv_backend = RdzvBackend::Static;
   std::string rdzv_endpoint;  // host:port (c10d); host:port[,host:port...] (etcd's members)
   std::string rdzv_id = "none";
+  // --local-addr: the address the other nodes reach this node at (MASTER_ADDR when it is node
+  // 0, what its workers listen on); "" = learned from the rendezvous connections.
+  std::string local_addr;
   double join_timeout_s = 600;      // --rdzv-conf join_timeout=...
   double last_call_timeout_s = 1;   // --rdzv-conf last_call_timeout=...
   double peer_timeout_s = 30;       // --rdzv-conf peer_timeout=... (multi-node heartbeats)

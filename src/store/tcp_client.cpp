@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/net/socket_address.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "spmd/error.hpp"
@@ -345,6 +346,16 @@ TcpStore::TcpStore(TcpStoreOptions options) {
 }
 TcpStore::~TcpStore() = default;
 uint16_t TcpStore::port() const { return impl_->port; }
+
+std::string TcpStore::local_address() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return net::local_address(impl_->fd.get());
+}
+
+std::string TcpStore::server_address() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return net::peer_address(impl_->fd.get());
+}
 
 void TcpStore::set(const std::string& key, const Bytes& value) {
   if (impl_->opts.pipeline_set)

@@ -100,6 +100,9 @@ cluster_up() {
   ip -n "$br" link add br0 type bridge
   ip -n "$br" link set br0 up
   hosts="127.0.0.1 localhost"$'\n'
+  # MN_SHARED_HOSTNAME=NAME: every node is called NAME, mapped to 127.0.1.1 as Debian's
+  # installer writes it (hosts that share one name, or containers from one image).
+  [[ -n ${MN_SHARED_HOSTNAME:-} ]] && hosts+="127.0.1.1 $MN_SHARED_HOSTNAME"$'\n'
   for ((i = 0; i < n; ++i)); do hosts+="$(node_addr "$i") $(node_name "$i")"$'\n'; done
   for ((i = 0; i < n; ++i)); do
     ns=$(mn_ns "$i")
@@ -153,7 +156,8 @@ mn_node_prefix() {
   local ns
   ns=$(mn_ns "$1")
   MN_PREFIX_ARGV=(nsenter "--net=/run/netns/$ns" unshare --mount --uts sh -c
-    'mount --bind "$1" /etc/hosts && hostname "$0" && shift && exec "$@"' "$(node_name "$1")" "/etc/netns/$ns/hosts")
+    'mount --bind "$1" /etc/hosts && hostname "$0" && shift && exec "$@"' "${MN_SHARED_HOSTNAME:-$(node_name "$1")}" \
+    "/etc/netns/$ns/hosts")
 }
 
 # on_node I CMD...: runs CMD on node I.

@@ -71,6 +71,7 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
   plan.master_addr = master.substr(0, master.rfind('|'));
   plan.master_port = std::atoi(master.substr(master.rfind('|') + 1).c_str());
   set_worker_store(plan);
+  plan.local_addr = round_address();
   member_of_round_ = round;
   begin_attempt(round, index, nnodes);
   return plan;
@@ -83,6 +84,8 @@ void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& dead
   while (true) {
     round_ = round;
     index = static_cast<int>(count_up(*store_, key("joined"))) - 1;
+    // Before the entry (the closer waits for entries, and a client's sets land in order).
+    if (!store_seen_as_.empty()) store_->set(key("seen" + std::to_string(index)), store_seen_as_);
     store_->set(key("node" + std::to_string(index)), node_entry(o, prev_index));
     if (index == 0) close_round(deadline);
     wait_keys({key("closed")}, deadline, what_, [&] {
@@ -142,7 +145,22 @@ void C10dRendezvous::close_round(const Deadline& deadline) {
 }
 
 void C10dRendezvous::publish_round_addresses() {
-  store_->set(key("master"), fq_host_name() + "|" + std::to_string(pick_free_port()));
+  store_->set(key("master"), advertised_host() + "|" + std::to_string(pick_free_port()));
+}
+
+std::string C10dRendezvous::round_address() {
+  if (!node_address_.empty()) return node_address_;
+  int n = joined();
+  for (int j = 0; j < n; ++j) {
+    std::string seen = key("seen" + std::to_string(j));
+    if (store_->check({seen})) return store_->get_string(seen);
+  }
+  return "";
+}
+
+std::string C10dRendezvous::advertised_host() {
+  std::string a = round_address();
+  return a.empty() ? fq_host_name() : a;
 }
 
 void C10dRendezvous::set_worker_store(AttemptPlan& plan) {

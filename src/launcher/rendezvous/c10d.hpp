@@ -35,6 +35,12 @@ class C10dRendezvous : public StoreRendezvous {
   virtual void publish_round_addresses();
   // The launcher store address the workers get (SPMD_STORE_ADDR/_PORT).
   virtual void set_worker_store(AttemptPlan& plan);
+  // This node's address for the round: node_address_, or, for a node that reached the store
+  // over loopback (it is on the store's host), the store's host as another node of the round
+  // reached it ("seen<i>"); "" when no node came over a real interface (one machine).
+  std::string round_address();
+  // "<address>" for what this node hosts: its round address, else its host name.
+  std::string advertised_host();
 
   std::string what_;         // "c10d rendezvous '<id>' at <endpoint>", for messages
 

@@ -33,7 +33,11 @@ EtcdRendezvous::EtcdRendezvous(const Options& o, SignalChannel& signals)
     etcd::EtcdStoreOptions first = store_options_;
     first.call_timeout = std::max(milliseconds(1), std::min(deadline.remaining(), milliseconds(2000)));
     try {
-      etcd::EtcdStore(first).check({scope_ + "/current"});
+      etcd::EtcdStore probe(first);
+      probe.check({scope_ + "/current"});
+      // etcd is not one of the nodes: only this node's end of the connection tells anything.
+      learn_node_address(probe.local_address(), "");
+      store_seen_as_.clear();
       return;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout) throw;
@@ -93,7 +97,7 @@ void EtcdRendezvous::publish_round_addresses() {
   so.host = "0.0.0.0";
   so.port = 0;
   workers_store_ = std::make_unique<TcpStoreServer>(so);
-  store_->set(key("workers_store"), fq_host_name() + "|" + std::to_string(workers_store_->port()));
+  store_->set(key("workers_store"), advertised_host() + "|" + std::to_string(workers_store_->port()));
 }
 
 void EtcdRendezvous::set_worker_store(AttemptPlan& plan) {

@@ -13,6 +13,7 @@
 #include "common/error_text.hpp"
 #include "common/net/connect.hpp"
 #include "common/net/endpoint.hpp"
+#include "common/net/socket_address.hpp"
 #include "common/net/wait_fd.hpp"
 #include "spmd/error.hpp"
 
@@ -185,6 +186,11 @@ std::optional<std::string> HttpConnection::next_message(const Deadline& deadline
   std::string message = stream_.substr(0, eol);
   stream_.erase(0, eol + 1);
   return message;
+}
+
+std::string EtcdHttp::local_address() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connection_ ? net::local_address(connection_->fd()) : "";
 }
 
 EtcdHttp::EtcdHttp(std::vector<Endpoint> endpoints, milliseconds attempt_timeout)

@@ -42,6 +42,7 @@ class HttpConnection {
   std::optional<std::string> next_message(const Deadline& deadline);
   // False once the server said it closes the connection (it cannot carry the next request).
   bool reusable() const { return keep_alive_; }
+  int fd() const { return fd_.get(); }
 
  private:
   bool fill(const Deadline& deadline);  // reads more into buffer_; false at the deadline
@@ -73,6 +74,8 @@ class EtcdHttp {
   std::unique_ptr<HttpConnection> open_stream(const std::string& path, const std::string& body,
                                               const Deadline& deadline);
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
+  // This host's end of the open connection ("" when none is open).
+  std::string local_address();
   // The member calls go to now (it changes when one does not answer).
   size_t current_member() {
     std::lock_guard<std::mutex> lock(mu_);

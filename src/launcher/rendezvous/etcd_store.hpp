@@ -90,6 +90,8 @@ class EtcdStore : public Store {
   // Ends this node's lease now (its keys vanish); errors are ignored.
   void end_lease();
   std::string where() const { return endpoints_text(http_.endpoints()); }
+  // This host's end of the connection to the member that answered last ("" if none is open).
+  std::string local_address() { return http_.local_address(); }
 
  private:
   static constexpr size_t kMaxReadsPerTxn = 100;

@@ -27,6 +27,7 @@ AttemptPlan LocalRendezvous::next(int restart_count) {
   plan.master_port = pick_free_port();
   plan.store_addr = store_addr_;
   plan.store_port = store_port_;
+  plan.local_addr = options_.local_addr;  // one node: only what --local-addr says
   plan.run_id = run_id_;
   plan.restart_count = restart_count;
   plan.round = restart_count;  // one node: every new round is a restart

@@ -56,6 +56,7 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
   plan.master_port = std::atoi(master.substr(master.rfind('|') + 1).c_str());
   plan.store_addr = store_host_;
   plan.store_port = store_port_;
+  plan.local_addr = node_address_;
   begin_attempt(restart_count, o.node_rank, nnodes);
   return plan;
 }

@@ -11,6 +11,7 @@
 #include "common/log.hpp"
 #include "launcher/guard.hpp"
 #include "common/net/endpoint.hpp"
+#include "common/net/socket_address.hpp"
 #include "launcher/net.hpp"
 #include "common/error_text.hpp"
 #include "launcher/stream_pump.hpp"
@@ -136,11 +137,23 @@ void StoreRendezvous::open_store(bool host_it, const std::string& bind_host,
   }
   store_host_ = connect_host;
   store_port_ = server_ ? server_->port() : port;
-  store_ = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
+  auto client = connect(Deadline(milliseconds(static_cast<long long>(options_.join_timeout_s * 1000))));
+  learn_node_address(client->local_address(), client->server_address());
+  store_ = std::move(client);
   // Taking the port over is for reaching the job's store the first time only: a later
   // connection (a watcher's) that finds nothing there has lost the store's host, and an empty
   // store of its own would hide that.
   may_host_on_.reset();
+}
+
+void StoreRendezvous::learn_node_address(const std::string& local, const std::string& remote) {
+  if (!options_.local_addr.empty()) {
+    node_address_ = options_.local_addr;
+    return;
+  }
+  if (local.empty() || net::is_loopback_address(local)) return;
+  node_address_ = local;
+  store_seen_as_ = remote;
 }
 
 std::string StoreRendezvous::store_where() const {

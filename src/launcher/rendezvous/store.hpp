@@ -109,6 +109,15 @@ class StoreRendezvous : public Rendezvous {
   // is cut off, just as the others find it lost when its heartbeat stands still that long.
   std::chrono::milliseconds call_timeout() const;
 
+  // The address the other nodes reach this node at: --local-addr, else this node's end of its
+  // store connection when that is not loopback ("": not known; see C10dRendezvous).
+  std::string node_address_;
+  // The store's host as this node reached it over a real interface ("" over loopback): how a
+  // node on the store's own host, which reached it over loopback, learns its own address.
+  std::string store_seen_as_;
+  // Sets both from --local-addr or a connection's two ends (local, remote).
+  void learn_node_address(const std::string& local, const std::string& remote);
+
   int round_ = 0;
   int node_rank_ = 0;
   int nnodes_ = 1;

@@ -84,6 +84,8 @@ std::string address_routing_to(const std::string& host) {
 
 std::string choose_listen_address() {
   if (auto ifname = env::get("SPMD_SOCKET_IFNAME")) return address_of_interface(*ifname);
+  // spmdrun's: the address the other nodes reach this node at (--local-addr, or learned).
+  if (auto local = env::get("SPMD_LOCAL_ADDR"); local && !local->empty()) return *local;
   if (auto master = env::get("MASTER_ADDR")) return address_routing_to(*master);
   return "127.0.0.1";
 }

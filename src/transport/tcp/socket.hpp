@@ -21,8 +21,9 @@ constexpr int kSocketBufferBytes = 4 << 20;
 // TCP_NODELAY (latency of small steps) and large send/receive buffers.
 void tune_connection(int fd);
 
-// The address this process listens on: SPMD_SOCKET_IFNAME's address if set, else the local
-// address that routes to MASTER_ADDR if set, else 127.0.0.1.
+// The address this process listens on: SPMD_SOCKET_IFNAME's address if set, else
+// SPMD_LOCAL_ADDR (set by spmdrun: the address the other nodes reach this node at), else the
+// local address that routes to MASTER_ADDR if set, else 127.0.0.1.
 std::string choose_listen_address();
 
 // Connects to a peer's listener (net::connect_tcp, no retry: peers listen before they publish

@@ -22,7 +22,7 @@ const char* kVars[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "
                        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
                        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "NODE_RANK", "SPMD_STORE_ADDR",
-                       "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "USE_LIBUV",
+                       "SPMD_STORE_PORT", "SPMD_STORE_PREFIX", "SPMD_LOCAL_ADDR", "USE_LIBUV",
                        "TORCH_NCCL_ASYNC_ERROR_HANDLING", "CUDA_VISIBLE_DEVICES", "SPMD_GPUS_PER_PROC",
                        "OMP_NUM_THREADS"};  // last: the tests' parser ends a worker's block here
 
