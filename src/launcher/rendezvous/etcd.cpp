@@ -37,7 +37,6 @@ EtcdRendezvous::EtcdRendezvous(const Options& o, SignalChannel& signals)
       probe.check({scope_ + "/current"});
       // etcd is not one of the nodes: only this node's end of the connection tells anything.
       learn_node_address(probe.local_address(), "");
-      store_seen_as_.clear();
       return;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Timeout) throw;
@@ -66,25 +65,24 @@ std::shared_ptr<Store> EtcdRendezvous::open_watcher_client(const Deadline& /*dea
 
 std::string EtcdRendezvous::store_where() const { return "etcd (" + etcd_->where() + ")"; }
 
-int64_t EtcdRendezvous::count_up(Store& store, const std::string& key) {
-  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&store);
-  return etcd_client ? etcd_client->count_up(key) : StoreRendezvous::count_up(store, key);
-}
+namespace {
+// Every client this rendezvous hands out (store_, the watcher's) is an EtcdStore (open_client).
+etcd::EtcdStore& as_etcd(Store& store) { return dynamic_cast<etcd::EtcdStore&>(store); }
+}  // namespace
 
-int64_t EtcdRendezvous::count_of(Store& store, const std::string& key) {
-  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&store);
-  return etcd_client ? etcd_client->count_of(key) : StoreRendezvous::count_of(store, key);
-}
+int64_t EtcdRendezvous::count_up(Store& store, const std::string& key) { return as_etcd(store).count_up(key); }
+
+int64_t EtcdRendezvous::count_of(Store& store, const std::string& key) { return as_etcd(store).count_of(key); }
 
 std::vector<std::string> EtcdRendezvous::read_values(Store& client, const std::vector<std::string>& keys) {
-  auto* etcd_client = dynamic_cast<etcd::EtcdStore*>(&client);
-  if (!etcd_client || keys.empty()) return StoreRendezvous::read_values(client, keys);
+  if (keys.empty()) return {};
+  etcd::EtcdStore& etcd_client = as_etcd(client);
   std::string prefix = keys.front();
   for (const auto& k : keys) prefix.resize(std::mismatch(prefix.begin(), prefix.end(), k.begin(), k.end()).first - prefix.begin());
   std::string live = "live " + std::to_string(++heartbeat_reads_);
   std::vector<std::string> values(keys.size(), live);
-  if (etcd_client->count_prefix(prefix) >= static_cast<int64_t>(keys.size())) return values;
-  std::vector<std::string> present = etcd_client->keys_with_prefix(prefix);
+  if (etcd_client.count_prefix(prefix) >= static_cast<int64_t>(keys.size())) return values;
+  std::vector<std::string> present = etcd_client.keys_with_prefix(prefix);
   for (size_t i = 0; i < keys.size(); ++i)
     if (std::find(present.begin(), present.end(), keys[i]) == present.end()) values[i].clear();
   return values;

@@ -196,12 +196,32 @@ std::string EtcdHttp::local_address() {
 EtcdHttp::EtcdHttp(std::vector<Endpoint> endpoints, milliseconds attempt_timeout)
     : endpoints_(std::move(endpoints)), attempt_timeout_(attempt_timeout) {}
 
+template <class Attempt>
+auto EtcdHttp::on_members(const Deadline& deadline, const std::string& what, Attempt&& attempt) {
+  std::string last_failure;
+  for (int tried = 0;; ++tried) {
+    Deadline this_try(std::min(attempt_timeout_, std::max(deadline.remaining(), milliseconds(1))));
+    try {
+      return attempt(endpoints_[current_], this_try);
+    } catch (const Error& err) {
+      if (err.kind() == ErrorKind::Store) throw;  // the member answered: no other would differ
+      last_failure = message_of(err);
+    }
+    // This member did not answer: the next one (the cluster keeps its data while a quorum lives).
+    current_ = (current_ + 1) % endpoints_.size();
+    if (deadline.expired())
+      raise(ErrorKind::Timeout, "no etcd member " + what + " (" + endpoints_text(endpoints_) + "); the last failure: " +
+                                    last_failure);
+    // A whole cluster that refuses: pause before going round again (10 ms growing to 500 ms).
+    if ((tried + 1) % static_cast<int>(endpoints_.size()) == 0)
+      std::this_thread::sleep_for(std::min(milliseconds(500), std::min(deadline.remaining(),
+                                           milliseconds(10 << std::min(tried, 6)))));
+  }
+}
+
 std::string EtcdHttp::post(const std::string& path, const std::string& body, const Deadline& deadline) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string last_failure;
-  for (int attempt = 0;; ++attempt) {
-    Deadline this_try(std::min(attempt_timeout_, std::max(deadline.remaining(), milliseconds(1))));
-    const Endpoint& e = endpoints_[current_];
+  return on_members(deadline, "answered", [&](const Endpoint& e, const Deadline& this_try) {
     try {
       if (!connection_) connection_ = std::make_unique<HttpConnection>(e, this_try);
       connection_->send_post(path, body, this_try);
@@ -216,49 +236,25 @@ std::string EtcdHttp::post(const std::string& path, const std::string& body, con
         raise(ErrorKind::Store, "etcd at " + net::endpoint(e.host, e.port) + " refused " + path + " (HTTP " +
                                     std::to_string(code) + "): " + reply);
       return reply;
-    } catch (const Error& err) {
+    } catch (const Error&) {
       connection_.reset();
-      if (err.kind() == ErrorKind::Store) throw;
-      last_failure = message_of(err);
+      throw;
     }
-    // This member did not answer: the next one (the cluster keeps its data while a quorum lives).
-    current_ = (current_ + 1) % endpoints_.size();
-    if (deadline.expired())
-      raise(ErrorKind::Timeout, "no etcd member answered (" + endpoints_text(endpoints_) + "); the last failure: " +
-                                    last_failure);
-    // A whole cluster that refuses: pause before going round again (10 ms growing to 500 ms).
-    if ((attempt + 1) % static_cast<int>(endpoints_.size()) == 0)
-      std::this_thread::sleep_for(std::min(milliseconds(500), std::min(deadline.remaining(),
-                                           milliseconds(10 << std::min(attempt, 6)))));
-  }
+  });
 }
 
 std::unique_ptr<HttpConnection> EtcdHttp::open_stream(const std::string& path, const std::string& body,
                                                       const Deadline& deadline) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string last_failure;
-  for (size_t tried = 0;; ++tried) {
-    Deadline this_try(std::min(attempt_timeout_, std::max(deadline.remaining(), milliseconds(1))));
-    const Endpoint& e = endpoints_[current_];
-    try {
-      auto stream = std::make_unique<HttpConnection>(e, this_try);
-      stream->send_post(path, body, this_try);
-      int code = stream->read_head(this_try);
-      if (code != 200)
-        raise(ErrorKind::Store, "etcd at " + net::endpoint(e.host, e.port) + " refused " + path + " (HTTP " +
-                                    std::to_string(code) + ")");
-      return stream;
-    } catch (const Error& err) {
-      if (err.kind() == ErrorKind::Store) throw;
-      last_failure = message_of(err);
-    }
-    current_ = (current_ + 1) % endpoints_.size();
-    if (deadline.expired() || tried + 1 >= endpoints_.size() * 4)
-      raise(ErrorKind::Timeout, "no etcd member took a watch (" + endpoints_text(endpoints_) + "); the last failure: " +
-                                    last_failure);
-    if ((tried + 1) % endpoints_.size() == 0)
-      std::this_thread::sleep_for(std::min(milliseconds(200), deadline.remaining()));
-  }
+  return on_members(deadline, "took a watch", [&](const Endpoint& e, const Deadline& this_try) {
+    auto stream = std::make_unique<HttpConnection>(e, this_try);
+    stream->send_post(path, body, this_try);
+    int code = stream->read_head(this_try);
+    if (code != 200)
+      raise(ErrorKind::Store, "etcd at " + net::endpoint(e.host, e.port) + " refused " + path + " (HTTP " +
+                                  std::to_string(code) + ")");
+    return stream;
+  });
 }
 
 }  // namespace spmd::launcher::etcd

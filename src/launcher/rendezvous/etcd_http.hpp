@@ -83,6 +83,12 @@ class EtcdHttp {
   }
 
  private:
+  // Runs attempt(member, this try's deadline) on the current member, then on the next ones
+  // while they do not answer (any error but Store), pausing after each round of the cluster,
+  // until the deadline: then Error(Timeout) "no etcd member <what> (...)". Under mu_.
+  template <class Attempt>
+  auto on_members(const Deadline& deadline, const std::string& what, Attempt&& attempt);
+
   std::mutex mu_;
   std::vector<Endpoint> endpoints_;
   std::chrono::milliseconds attempt_timeout_;

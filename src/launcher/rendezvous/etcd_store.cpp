@@ -241,12 +241,18 @@ bool EtcdStore::delete_key(const std::string& key) {
   return number(r.find("deleted")) > 0;
 }
 
-int64_t EtcdStore::delete_prefix(const std::string& prefix) {
+JsonValue EtcdStore::on_prefix(const std::string& path, const std::string& prefix, const std::string& flags,
+                               const std::string& what) {
   std::string p = options_.root + prefix;
-  JsonValue r = parse_reply(http_.post("/v3/kv/deleterange", "{\"key\":\"" + base64(p) + "\",\"range_end\":\"" +
-                                                              base64(prefix_end(p)) + "\"}", call_deadline()),
-                            "a delete");
-  return number(r.find("deleted"));
+  // From p (or the first key of all, "\0", for an empty prefix) to the first key after p's.
+  return parse_reply(http_.post(path, "{\"key\":\"" + base64(p.empty() ? std::string(1, '\0') : p) +
+                                          "\",\"range_end\":\"" + base64(prefix_end(p)) + "\"" + flags + "}",
+                                call_deadline()),
+                     what);
+}
+
+int64_t EtcdStore::delete_prefix(const std::string& prefix) {
+  return number(on_prefix("/v3/kv/deleterange", prefix, "", "a delete").find("deleted"));
 }
 
 void EtcdStore::set_expiring(const std::string& key, const Bytes& value, int ttl_s) {
@@ -277,19 +283,11 @@ int64_t EtcdStore::count_of(const std::string& key) {
 }
 
 int64_t EtcdStore::count_prefix(const std::string& prefix) {
-  std::string p = options_.root + prefix;
-  JsonValue r = parse_reply(http_.post("/v3/kv/range", "{\"key\":\"" + base64(p.empty() ? std::string(1, '\0') : p) +
-                                                        "\",\"range_end\":\"" + base64(prefix_end(p)) +
-                                                        "\",\"count_only\":true}", call_deadline()),
-                            "a count");
-  return number(r.find("count"));
+  return number(on_prefix("/v3/kv/range", prefix, ",\"count_only\":true", "a count").find("count"));
 }
 
 std::vector<std::string> EtcdStore::keys_with_prefix(const std::string& prefix) {
-  std::string p = options_.root + prefix;
-  JsonValue r = parse_reply(http_.post("/v3/kv/range", "{\"key\":\"" + base64(p) + "\",\"range_end\":\"" +
-                                                        base64(prefix_end(p)) + "\",\"keys_only\":true}", call_deadline()),
-                            "a listing");
+  JsonValue r = on_prefix("/v3/kv/range", prefix, ",\"keys_only\":true", "a listing");
   std::vector<std::string> keys;
   const JsonValue* kvs = r.find("kvs");
   for (size_t i = 0; kvs && i < kvs->items.size(); ++i) {

@@ -102,6 +102,10 @@ class EtcdStore : public Store {
   };
   // Reads keys in one transaction; `revision` is the store's revision they were read at.
   std::vector<Entry> read(const std::vector<std::string>& keys, int64_t& revision);
+  // POSTs a request over every key that starts with `prefix` (under root), with `flags`
+  // (",\"count_only\":true" and the like) added to it.
+  JsonValue on_prefix(const std::string& path, const std::string& prefix, const std::string& flags,
+                      const std::string& what);
   // wait(), returning what the read that found every key read.
   std::vector<Entry> wait_entries(const std::vector<std::string>& keys, Duration timeout);
   // Puts `value` if the key's mod_revision is still current's (0: still absent); otherwise
