@@ -24,6 +24,7 @@ using std::chrono::milliseconds;
 // How often a wait for other nodes says so on stderr.
 constexpr milliseconds kReportEvery{5000};
 constexpr milliseconds kAckTimeout{10000};
+constexpr milliseconds kLeaveAckTimeout{3000};
 // How long a node whose workers only lost peers waits for another node to name the failure
 // that caused it before it names its own: other nodes announce theirs as soon as they see it.
 constexpr milliseconds kConsequenceWait{3000};
@@ -314,9 +315,16 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
 
 void StoreRendezvous::acknowledge(bool rejoin) {
   if (store_unreachable_) return;
+  // A node that leaves only spares the store's host its wait (at most kAckTimeout): when that
+  // host is gone already (the job was stopped), retrying to reach it for a whole call timeout
+  // would keep this spmdrun, and its terminal, for nothing.
+  auto limit = store_->timeout();
+  if (!rejoin) store_->set_timeout(std::min(limit, kLeaveAckTimeout));
   try {
     store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
+    store_->set_timeout(limit);
   } catch (const Error& e) {
+    store_->set_timeout(limit);
     SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << message_of(e);
   }
 }
