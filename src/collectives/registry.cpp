@@ -46,6 +46,12 @@ const Algorithm kAlgorithms[] = {
     {Collective::Broadcast, "hier", hier_broadcast, kNeedHosts, "among one rank per host, then on each host"},
     {Collective::Reduce, "hier", hier_reduce, kNeedHosts, "on each host, then among one rank per host"},
     {Collective::Barrier, "hier", hier_barrier, kNeedHosts, "on each host, among leaders, on each host"},
+    {Collective::AllGather, "hier", hier_all_gather, kNeedHosts,
+     "gather on each host, ring of whole hosts' blocks among leaders, broadcast on each host"},
+    {Collective::ReduceScatter, "hier", hier_reduce_scatter, kNeedHosts,
+     "reduce on each host, reduce-scatter by host among leaders, scatter on each host"},
+    {Collective::Gather, "hier", hier_gather, kNeedHosts, "on each host, then whole hosts' blocks to the root"},
+    {Collective::Scatter, "hier", hier_scatter, kNeedHosts, "whole hosts' blocks from the root, then on each host"},
     // --- all_reduce ---
     {Collective::AllReduce, "ring", [](AlgoContext& c, const CollArgs& a) { allreduce_ring(c.net, c.op, a.data, a.fn); },
      kNeedNothing, "reduce-scatter + all-gather around a ring; bandwidth-optimal"},

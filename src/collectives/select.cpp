@@ -1,15 +1,19 @@
 #include "collectives/select.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include "collectives/cost_model.hpp"
 #include "common/byte_size.hpp"
 #include "common/env.hpp"
+#include "common/log.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::algo {
@@ -187,6 +191,19 @@ Tables& tables() {
 
 }  // namespace
 
+std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits& group) {
+  const Layout layout{group.hosts, std::max(1, group.max_ranks_per_host)};
+  const NetModel& model = net_model();
+  std::vector<Ranked> out;
+  for (const Algorithm& a : all_algorithms()) {
+    if (a.collective != c || !applicable(a, group)) continue;
+    if (std::optional<double> s = predict_seconds(c, a.name, bytes, layout, model)) out.push_back({&a, *s});
+  }
+  // Ties go to the registry's order (stable): the same on every rank.
+  std::stable_sort(out.begin(), out.end(), [](const Ranked& x, const Ranked& y) { return x.seconds < y.seconds; });
+  return out;
+}
+
 const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
   Tables& t = tables();
   const int ci = static_cast<int>(c);
@@ -201,6 +218,13 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
     if (e.collective == ci && group.size > 1)  // a group of one needs no communication at all
       raise(ErrorKind::InvalidArgument, std::string("SPMD_ALGO asks for ") + a->name + " for " + collective_name(c) +
                                             ", which cannot run here: " + why_not(*a, group));
+  }
+  // Across hosts the cost model decides (cost_model.hpp): links there differ by orders of
+  // magnitude between clusters, so no table measured on one machine can. Uneven all_to_all
+  // (SIZE_MAX: sizes differ by rank) keeps the table.
+  if (group.hosts > 1 && bytes != std::numeric_limits<size_t>::max()) {
+    std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
+    if (!ranked.empty()) return *ranked.front().algorithm;
   }
   for (const Entry& e : t.defaults[ci]) {
     if (!fits(e)) continue;
@@ -232,7 +256,33 @@ const Algorithm& ChoiceCache::choose_anew(Last& last, uint64_t generation, Colle
                                           const GroupTraits& group) {
   const Algorithm& a = select(c, bytes, group);
   last = Last{generation, bytes, &a};
+  if (explain_ && group.hosts > 1 && log::enabled(log::Level::Info)) explain(c, bytes, group, a);
   return a;
+}
+
+void ChoiceCache::explain(Collective c, size_t bytes, const GroupTraits& group, const Algorithm& chosen) {
+  constexpr int kMaxExplained = 32;  // a loop over many sizes would otherwise log every call
+  if (explained_ > kMaxExplained) return;
+  if (explained_++ == kMaxExplained) {
+    SPMD_LOG(Info) << "algorithm choices: " << kMaxExplained << " logged, further ones are not";
+    return;
+  }
+  std::string line = std::string(collective_name(c)) + " of " + std::to_string(bytes) + " B on " +
+                     std::to_string(group.hosts) + " hosts (up to " + std::to_string(group.max_ranks_per_host) +
+                     " ranks each): " + chosen.name;
+  std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
+  if (ranked.empty() || ranked.front().algorithm != &chosen) {
+    line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";
+  }
+  if (!ranked.empty()) {
+    line += "; predicted:";
+    for (const Ranked& r : ranked) {
+      char t[48];
+      std::snprintf(t, sizeof t, " %s %.1f us", r.algorithm->name, r.seconds * 1e6);
+      line += t;
+    }
+  }
+  SPMD_LOG(Info) << line;
 }
 
 std::string algorithm_override() { return tables().override_text; }

@@ -24,11 +24,22 @@ namespace spmd::algo {
 // input; uneven all_to_all: SIZE_MAX, the largest, since sizes differ by rank).
 const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group);
 
+// For a group spanning hosts, the applicable algorithms the cost model has schedules for, by
+// predicted time, cheapest first (cost_model.hpp); select() takes the first.
+struct Ranked {
+  const Algorithm* algorithm;
+  double seconds;
+};
+std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits& group);
+
 // select() for one group, remembering the last choice of each collective: calls repeat their
 // sizes (a training loop, a benchmark), and the tables' walk is ~100 instructions of an
 // 8-byte call's ~1,400. Not thread-safe: a group runs one call at a time.
 class ChoiceCache {
  public:
+  // explain: log each new choice for a group spanning hosts with the model's predictions
+  // (SPMD_DEBUG=INFO; one rank of the group says it).
+  explicit ChoiceCache(bool explain = false) : explain_(explain) {}
   const Algorithm& choose(Collective c, size_t bytes, const GroupTraits& group);
 
  private:
@@ -39,7 +50,10 @@ class ChoiceCache {
   };
   [[gnu::noinline]] const Algorithm& choose_anew(Last& last, uint64_t generation, Collective c, size_t bytes,
                                                 const GroupTraits& group);
+  void explain(Collective c, size_t bytes, const GroupTraits& group, const Algorithm& chosen);
   std::array<Last, kCollectiveCount> last_{};
+  bool explain_ = false;
+  int explained_ = 0;
 };
 
 // Replaces the SPMD_ALGO setting for this process (same syntax; "" = automatic choice).

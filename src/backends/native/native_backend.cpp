@@ -8,6 +8,7 @@
 
 #include "backends/backend.hpp"
 #include "collectives/algorithm.hpp"
+#include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
 #include "common/env.hpp"
 #include "common/small_array.hpp"
@@ -24,9 +25,12 @@ namespace {
 class NativeBackend final : public Backend {
  public:
   explicit NativeBackend(const BackendConfig& c)
-      : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)) {
+      : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)), choices_(c.rank == 0) {
     traits_ = algo::GroupTraits::of(config_.locality, shm_enabled(), shm_ && shm_->remote_memory(),
                                     config_.deterministic);
+    if (traits_.hosts > 1 && c.rank == 0)
+      SPMD_LOG(Info) << "group of " << traits_.size << " ranks on " << config_.locality.summary()
+                     << ": algorithms across hosts chosen by the cost model, " << algo::net_model().describe();
     if (shm_) pipes_ = std::make_unique<shm::ShmTransport>(*shm_);
   }
   const char* name() const override { return "native"; }
@@ -240,7 +244,7 @@ std::unique_ptr<Backend> make_native_backend(const BackendConfig& config) {
 // What changes the algorithms this backend runs: every member of a group must agree on it.
 std::string native_backend_settings() {
   return "SPMD_ALGO=" + algo::algorithm_override() + ";SPMD_SHM=" + env::get("SPMD_SHM").value_or("1") +
-         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1");
+         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1") + ";SPMD_NET=" + env::get("SPMD_NET").value_or("");
 }
 
 }  // namespace spmd

@@ -1,14 +1,12 @@
 // Hierarchical broadcast: the root and one leader per other host exchange over TCP (after an
 // agreement round, since the root only sends), then each of them broadcasts to its host
 // through shared memory. Every rank returns only after its host's representative took part in
-// the checked inter-host phase, so no rank returns from a call its peers disagree on.
+// the checked inter-host phase, so no rank returns from a call its peers disagree on. Binomial
+// or chain among the representatives: the cost model's cheapest.
+#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 
 namespace spmd::algo {
-
-namespace {
-constexpr size_t kRepsChain = 16 << 20;  // above: each inter-host link carries the message once
-}
 
 void hier_broadcast(AlgoContext& c, const CollArgs& a) {
   std::vector<int> reps = hier::representatives(c.loc, a.root);
@@ -18,7 +16,7 @@ void hier_broadcast(AlgoContext& c, const CollArgs& a) {
     SubTransport view(c.net, reps);
     const int root_index = c.loc.host_of[static_cast<size_t>(a.root)];
     barrier_dissemination(view, c.op);
-    if (a.data.bytes() > kRepsChain)
+    if (cheapest_among_hosts(Collective::Broadcast, a.data.bytes(), view.size(), net_model()) == "chain")
       broadcast_chain(view, c.op, a.data, root_index);
     else
       broadcast_binomial(view, c.op, a.data, root_index);

@@ -62,6 +62,61 @@ inline std::vector<int> representatives(const Locality& loc, int root = -1) {
   return reps;
 }
 
+// Every rank's block of `block` bytes laid out host by host (host 0's ranks in local order,
+// then host 1's, ...): the hierarchical data movers exchange whole hosts' blocks at once.
+struct HostOrder {
+  HostOrder(const Locality& loc, size_t block) : loc_(loc), block_(block), start_(loc.hosts.size() + 1) {
+    for (size_t h = 0; h < loc.hosts.size(); ++h) start_[h + 1] = start_[h] + loc.hosts[h].size() * block;
+  }
+  size_t total() const { return start_.back(); }
+  size_t host_start(int h) const { return start_[static_cast<size_t>(h)]; }
+  size_t host_bytes(int h) const { return start_[static_cast<size_t>(h) + 1] - start_[static_cast<size_t>(h)]; }
+  // Where group rank r's block lies.
+  size_t of_rank(int r) const {
+    return host_start(loc_.host_of[static_cast<size_t>(r)]) + static_cast<size_t>(loc_.local_index_of(r)) * block_;
+  }
+  // Views of host h's blocks (local order, as bytes) in a buffer of that host's blocks alone.
+  std::vector<TensorView> host_blocks(char* host_base, int h) const {
+    std::vector<TensorView> v;
+    for (size_t i = 0; i < loc_.hosts[static_cast<size_t>(h)].size(); ++i)
+      v.emplace_back(host_base + i * block_, block_, DType::U8);
+    return v;
+  }
+  // One view per host of its blocks in `base`, with `dtype` (block must be whole elements).
+  std::vector<TensorView> hosts(char* base, DType dtype) const {
+    std::vector<TensorView> v;
+    for (int h = 0; h < static_cast<int>(loc_.hosts.size()); ++h)
+      v.emplace_back(base + host_start(h), host_bytes(h) / dtype_size(dtype), dtype);
+    return v;
+  }
+
+ private:
+  const Locality& loc_;
+  size_t block_;
+  std::vector<size_t> start_;
+};
+
+// Pipelining (hier_all_reduce.cpp): chunks of at least kPipelineChunk bytes, at most
+// kPipelineChunks of them; one chunk (no pipeline) when no host has two ranks (no local phase
+// to hide). The same on every rank: it depends on the call and the group only.
+constexpr size_t kPipelineChunk = 2 << 20;
+constexpr int kPipelineChunks = 8;
+inline int pipeline_chunks(size_t bytes, size_t count, int max_ranks_per_host) {
+  if (max_ranks_per_host < 2 || count == 0) return 1;
+  return static_cast<int>(std::clamp<size_t>(bytes / kPipelineChunk, 1, std::min<size_t>(kPipelineChunks, count)));
+}
+inline int pipeline_chunks(const TensorView& data, const Locality& loc) {
+  return pipeline_chunks(data.bytes(), data.count, loc.max_ranks_per_host());
+}
+// Chunk k of `chunks` near-equal ones, in whole elements.
+inline TensorView chunk_of(const TensorView& data, int chunks, int k) {
+  const size_t begin = segment_begin(data.count, chunks, k), end = segment_begin(data.count, chunks, k + 1);
+  return data.slice(begin, end - begin);
+}
+
+// The data movers' local phases: through the slots below this size, single copy above.
+constexpr size_t kLocalSingleCopyBlocks = 64 << 10;
+
 // Local index of `group_rank` on its host.
 inline int local_index(const Locality& loc, int group_rank) { return loc.local_index_of(group_rank); }
 

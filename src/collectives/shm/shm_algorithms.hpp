@@ -35,5 +35,9 @@ void hier_all_reduce(AlgoContext& c, const CollArgs& a);
 void hier_broadcast(AlgoContext& c, const CollArgs& a);
 void hier_reduce(AlgoContext& c, const CollArgs& a);
 void hier_barrier(AlgoContext& c, const CollArgs& a);
+void hier_all_gather(AlgoContext& c, const CollArgs& a);
+void hier_reduce_scatter(AlgoContext& c, const CollArgs& a);
+void hier_gather(AlgoContext& c, const CollArgs& a);
+void hier_scatter(AlgoContext& c, const CollArgs& a);
 
 }  // namespace spmd::algo

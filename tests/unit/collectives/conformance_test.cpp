@@ -62,6 +62,38 @@ TEST_P(Conformance, FakedHosts) {
   }
 }
 
+// hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 2 MiB, the leaders' phase on a
+// thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
+// are not contiguous.
+TEST(HierPipelined, AllReduceInChunks) {
+  AlgoOverride force("all_reduce=hier");
+  for (size_t n : {size_t{(5u << 20) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
+    for (int hosts : {2, 3}) {
+      FakeHosts fake(hosts);
+      const int world = 2 * hosts;
+      run_ranks(world, [&](ProcessGroup& g) {
+        std::vector<float> v(n);
+        std::vector<int32_t> m(n);
+        for (size_t i = 0; i < n; ++i) {
+          v[i] = static_cast<float>(tag_of(g.rank(), i));
+          m[i] = static_cast<int32_t>(tag_of(g.rank(), i));
+        }
+        g.all_reduce(TensorView(v), ReduceOp::Sum);
+        g.all_reduce(TensorView(m), ReduceOp::Max);
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; ++i) {
+          double sum = 0, max = 0;
+          for (int r = 0; r < world; ++r) {
+            sum += tag_of(r, i);
+            max = std::max(max, tag_of(r, i));
+          }
+          wrong += v[i] != static_cast<float>(sum) || m[i] != static_cast<int32_t>(max);
+        }
+        EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
+      });
+    }
+}
+
 std::vector<uint16_t> every_algorithm() {
   std::vector<uint16_t> ids;
   for (const Algorithm& a : algo::all_algorithms())

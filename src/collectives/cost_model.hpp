@@ -1,0 +1,72 @@
+// The cost model: what a collective costs on a group that spans hosts, predicted from the
+// links it crosses. A group's links fall in two classes, each a latency and a rate:
+//   host  between ranks of one host (shared memory, Unix sockets): each rank's copy rate
+//   net   between hosts (each host's network interface, shared by its ranks, each direction)
+// and every message a rank handles in a step beyond one each way costs it `per_message_s` (so
+// sending to every peer at once is not free at thousands of ranks).
+// Every algorithm that can run across hosts has a schedule here (cost_schedules.cpp): its steps
+// as flows between ranks; a step costs its class's latency plus the most bytes any one host
+// interface (or host memory, for local flows) carries in it, over that class's rate. Selection
+// (select.cpp) runs every applicable algorithm's schedule for groups spanning hosts and picks the
+// cheapest; tools/spmd-sim runs the same schedules at thousands of nodes.
+//
+// The link classes come from SPMD_NET, the same on every member (it is part of the group's
+// agreement), or from defaults (a 10 Gbit/s, 50 µs network):
+//   SPMD_NET="net=1Gbit@200us"                 the network between hosts
+//   SPMD_NET="net=25Gbit@10us,host=8GB@2us"     both classes
+//   SPMD_NET="net=25Gbit@10us,msg=1us"          and the per-message cost
+// Rates: a number with Gbit, Mbit, Kbit (bits/s) or GB, MB, KB (bytes/s, powers of 1000), "/s"
+// optional; latencies: a number with s, ms, us or ns.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "call/call.hpp"
+
+namespace spmd::algo {
+
+struct LinkClass {
+  double latency_s = 0;    // one message's fixed cost
+  double bytes_per_s = 1;  // one interface's rate, each direction
+};
+
+struct NetModel {
+  LinkClass net{50e-6, 1.25e9};  // between hosts: 10 Gbit/s, 50 µs
+  LinkClass host{3e-6, 3e9};     // within a host: what one rank copies per second
+  double per_message_s = 2e-6;   // a rank's cost per message beyond one each way (system calls)
+  std::string origin = "default (10 Gbit/s, 50 us between hosts; set SPMD_NET to describe yours)";
+  // "net 1 Gbit/s 200 us, host 3 GB/s 3 us (SPMD_NET)": for logs and tools.
+  std::string describe() const;
+};
+
+// Parses the SPMD_NET grammar above; raises InvalidArgument naming `where` and the bad item.
+NetModel parse_net_model(std::string_view text, std::string_view where = "SPMD_NET");
+// The model in force: SPMD_NET when set (parsed once), else the defaults.
+const NetModel& net_model();
+// Replaces the model for this process ("" = back to SPMD_NET/defaults). For tests and tools.
+void set_net_model_override(const std::string& text);
+
+// The shape a prediction is for: `hosts` hosts of `per_host` ranks each, ranks numbered host by
+// host (as spmdrun numbers them).
+struct Layout {
+  int hosts = 1;
+  int per_host = 1;
+  int ranks() const { return hosts * per_host; }
+};
+
+// Predicted seconds for `algorithm` (a registry name) of collective `c` moving `bytes` (select's
+// convention: all_reduce/broadcast/reduce the tensor, all_gather/gather/scatter one block,
+// reduce_scatter/all_to_all the whole input). nullopt: no schedule for it (the one-host
+// shared-memory algorithms, which the model does not choose between).
+std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                      const NetModel& model);
+
+// The flat algorithm a hierarchical one runs among hosts (one rank each) for `bytes`: the
+// cheapest by the model (all_reduce: recursive_doubling, halving_doubling or ring; broadcast:
+// binomial or chain). Every rank computes the same from the same model.
+std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model);
+
+}  // namespace spmd::algo

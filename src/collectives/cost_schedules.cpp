@@ -1,0 +1,295 @@
+// The algorithms' schedules for the cost model (cost_model.hpp): each algorithm that can run
+// across hosts as its steps, each step a set of flows between ranks that run at once. A step
+// costs, per link class it uses, the class's latency (times the hops its flows wait for in
+// turn, for pipelined trees and chains) plus the most bytes one host's interface (each
+// direction) or one host's memory carries in it, over the class's rate; its time is the larger
+// of the two classes. Schedules follow the algorithms' files (the same partners, the same
+// bytes); a change to an algorithm's pattern is a change here too.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "collectives/cost_model.hpp"
+#include "collectives/hier/hier_common.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::algo {
+
+namespace {
+
+constexpr double kChunk = 128 << 10;  // the TCP transport's pipelining chunk
+constexpr double kLocalSingleCopy = hier::kLocalSingleCopy;
+
+struct Flow {
+  int src, dst;
+  double bytes;
+};
+
+class Schedule {
+ public:
+  Schedule(const Layout& layout, const NetModel& m) : layout_(layout), m_(m), p_(layout.ranks()) {}
+  int size() const { return p_; }
+  int host(int r) const { return r / layout_.per_host; }
+
+  // Flows that run at once; `hops`: how many of each class's latencies the step waits for.
+  // Across hosts a host's interface carries its ranks' flows (each direction); within a host
+  // each rank copies its own (ranks run on cores of their own). Every message a rank sends or
+  // receives also costs it the per-message overhead.
+  double flows(const std::vector<Flow>& fs, int hops = 1) const {
+    std::vector<double> out(static_cast<size_t>(layout_.hosts)), in(out.size());
+    std::vector<double> local(static_cast<size_t>(p_));
+    std::vector<int> messages(static_cast<size_t>(p_));
+    bool net = false, here = false;
+    for (const Flow& f : fs) {
+      const auto hs = static_cast<size_t>(host(f.src)), hd = static_cast<size_t>(host(f.dst));
+      ++messages[static_cast<size_t>(f.src)];
+      ++messages[static_cast<size_t>(f.dst)];
+      if (hs == hd) {
+        local[static_cast<size_t>(f.src)] += f.bytes;
+        local[static_cast<size_t>(f.dst)] += f.bytes;
+        here = true;
+      } else {
+        out[hs] += f.bytes;
+        in[hd] += f.bytes;
+        net = true;
+      }
+    }
+    double busiest = 0;
+    for (size_t h = 0; h < out.size(); ++h) busiest = std::max({busiest, out[h], in[h]});
+    const double busiest_local = local.empty() ? 0 : *std::max_element(local.begin(), local.end()) / 2;
+    const int most_messages = messages.empty() ? 0 : *std::max_element(messages.begin(), messages.end());
+    return std::max(net ? hops * m_.net.latency_s + busiest / m_.net.bytes_per_s : 0.0,
+                    here ? hops * m_.host.latency_s + busiest_local / m_.host.bytes_per_s : 0.0) +
+           overhead(most_messages);
+  }
+
+  // Beyond one message sent and one received, each costs the rank m_.per_message_s.
+  double overhead(int messages) const { return messages > 2 ? (messages - 2) * m_.per_message_s : 0.0; }
+
+  // Every rank r sends `bytes` to (r + d) mod P at once. Hosts are alike, so host 0 is counted.
+  double shift(int d, double bytes) const {
+    const int l = layout_.per_host;
+    int cross = 0;
+    for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
+    const double net_bytes = cross * bytes;
+    return std::max(cross ? m_.net.latency_s + net_bytes / m_.net.bytes_per_s : 0.0,
+                    cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0);
+  }
+
+  // Every rank sends `bytes` to every other rank at once.
+  double exchange(double bytes) const {
+    const double l = layout_.per_host, p = p_;
+    const double net_t = p > l ? m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
+    const double local_t = l > 1 ? m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
+    return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
+  }
+
+  // A shared-memory phase on every host moving `bytes` per rank (a reduce to or a broadcast
+  // from the leader): the leader's copy of every rank's data.
+  // Through the slots the leader copies every rank's data; single-copy (large data), every rank
+  // copies a share of each, about the data once.
+  double on_host(double bytes) const {
+    if (layout_.per_host < 2) return 0;
+    const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
+    return m_.host.latency_s + copies * bytes / m_.host.bytes_per_s;
+  }
+
+  // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
+  // blocks at their leader), and a rank's copy of its own.
+  double at_leader(double bytes) const {
+    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : m_.host.latency_s + copy(bytes);
+  }
+  double copy(double bytes) const { return bytes / m_.host.bytes_per_s; }
+  int per_host() const { return layout_.per_host; }
+
+  double barrier() const {
+    double t = 0;
+    for (int d = 1; d < p_; d *= 2) t += shift(d, 0);
+    return t;
+  }
+
+  // Recursive doubling (fold = true: the pairs fold first when P is not a power of two), and
+  // halving-doubling; both as in allreduce_recursive_doubling.cpp / _halving_doubling.cpp.
+  double doubling(double bytes, bool halving) const {
+    int pow2 = 1;
+    while (pow2 * 2 <= p_) pow2 *= 2;
+    const int rem = p_ - pow2;
+    auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
+    std::vector<Flow> fs;
+    double t = 0;
+    if (rem) {
+      for (int r = 0; r < 2 * rem; r += 2) fs.push_back({r, r + 1, bytes});
+      t += 2 * flows(fs);  // fold, and hand the result back at the end
+    }
+    auto xor_step = [&](int mask, double b) {
+      fs.clear();
+      for (int v = 0; v < pow2; ++v) fs.push_back({real(v), real(v ^ mask), b});
+      return flows(fs);
+    };
+    for (int mask = 1; mask < pow2; mask *= 2) {
+      if (!halving) {
+        t += xor_step(mask, bytes);
+      } else {
+        const double share = bytes * mask / pow2;  // halving step `mask` and its doubling twin
+        t += 2 * xor_step(mask, share);
+      }
+    }
+    return t;
+  }
+
+  double ring(int steps, double bytes) const { return steps * shift(1, bytes); }
+
+  // Binomial tree from `root` = 0: pipelined (broadcast: every edge at once, depth latencies)
+  // or level by level (reduce: partial results wait for the children).
+  double binomial(double bytes, bool pipelined) const {
+    std::vector<Flow> fs;
+    int depth = 0;
+    double t = 0;
+    for (int mask = 1; mask < p_; mask *= 2, ++depth) {
+      std::vector<Flow> level;
+      for (int v = 0; v < mask && v + mask < p_; ++v) level.push_back({v, v + mask, bytes});
+      if (!pipelined) t += flows(level);
+      fs.insert(fs.end(), level.begin(), level.end());
+    }
+    return pipelined ? flows(fs, depth) : t;
+  }
+
+  // Pipelined chain 0 -> 1 -> ... -> P-1: every link carries the message at once, plus the
+  // pipeline's fill (one chunk per link but the last).
+  double chain(double bytes) const {
+    std::vector<Flow> fs;
+    double fill = 0;
+    for (int r = 0; r + 1 < p_; ++r) {
+      fs.push_back({r, r + 1, bytes});
+      if (r + 2 < p_)
+        fill += std::min(bytes, kChunk) / (host(r) == host(r + 1) ? m_.host.bytes_per_s : m_.net.bytes_per_s);
+    }
+    return flows(fs, p_ - 1) + fill;
+  }
+
+  // Every rank but 0 sends to 0 (to_root) or 0 sends to every rank, all at once.
+  double star(double bytes, bool to_root) const {
+    std::vector<Flow> fs;
+    for (int r = 1; r < p_; ++r) fs.push_back(to_root ? Flow{r, 0, bytes} : Flow{0, r, bytes});
+    return flows(fs);
+  }
+
+  double pairwise(double block) const {
+    double t = 0;
+    for (int k = 1; k < p_; ++k) t += shift(k, block);
+    return t;
+  }
+
+  // The same model on one rank per host (the leaders' or representatives' phase).
+  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_); }
+  const NetModel& model() const { return m_; }
+
+ private:
+  Layout layout_;
+  const NetModel& m_;
+  int p_;
+};
+
+std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s);
+
+// The hierarchical algorithms' phase among hosts (one rank each): the cheapest flat algorithm.
+double among_hosts(Collective c, size_t bytes, const Schedule& lead, const Schedule& s) {
+  return *predict(c, cheapest_among_hosts(c, bytes, lead.size(), s.model()), static_cast<double>(bytes), bytes, lead);
+}
+
+std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
+  const double p = s.size();
+  const Schedule lead = s.leaders();
+  switch (c) {
+    case Collective::AllReduce:
+      if (a == "ring") return s.ring(2 * (s.size() - 1), bytes / p);
+      if (a == "recursive_doubling") return s.doubling(bytes, false);
+      if (a == "halving_doubling") return s.doubling(bytes, true);
+      if (a == "direct") return 2 * s.exchange(bytes / p);
+      if (a == "hier") {  // pipelined: the local phases of chunk k+1 and k-1 beside chunk k's
+        const int k = hier::pipeline_chunks(raw, raw, s.per_host());
+        const double local = s.on_host(bytes / k), net = among_hosts(c, raw / static_cast<size_t>(k), lead, s);
+        return 2 * local + k * net + (k - 1) * std::max(0.0, 2 * local - net);
+      }
+      break;
+    case Collective::Broadcast:
+      if (a == "binomial") return s.barrier() + s.binomial(bytes, true);
+      if (a == "chain") return s.barrier() + s.chain(bytes);
+      if (a == "flat") return s.barrier() + s.star(bytes, false);
+      if (a == "hier") return among_hosts(c, raw, lead, s) + s.on_host(bytes);
+      break;
+    case Collective::Reduce:
+      if (a == "binomial") return s.barrier() + s.binomial(bytes, false);
+      if (a == "linear") return s.barrier() + s.star(bytes, true);
+      if (a == "hier") return s.on_host(bytes) + lead.barrier() + lead.binomial(bytes, false) + s.on_host(0);
+      break;
+    case Collective::AllGather:  // bytes: one block
+      if (a == "ring") return s.ring(s.size() - 1, bytes);
+      if (a == "hier")  // gather at the leader, ring of hosts' blocks, broadcast, unpack
+        return s.at_leader(s.per_host() * bytes) + lead.ring(lead.size() - 1, s.per_host() * bytes) +
+               s.on_host(p * bytes) + s.copy(p * bytes);
+      break;
+    case Collective::Gather:
+      if (a == "linear") return s.barrier() + s.star(bytes, true);
+      if (a == "hier")
+        return s.at_leader(s.per_host() * bytes) + lead.barrier() + lead.star(s.per_host() * bytes, true) +
+               s.copy(p * bytes) + s.on_host(0);
+      break;
+    case Collective::Scatter:
+      if (a == "linear") return s.barrier() + s.star(bytes, false);
+      if (a == "hier")
+        return s.copy(p * bytes) + lead.barrier() + lead.star(s.per_host() * bytes, false) +
+               s.at_leader(s.per_host() * bytes);
+      break;
+    case Collective::ReduceScatter:  // bytes: the whole input
+      if (a == "ring") return s.ring(s.size() - 1, bytes / p);
+      if (a == "direct") return s.exchange(bytes / p);
+      if (a == "hier")  // pack, reduce on the host, reduce-scatter by host, scatter on the host
+        return s.copy(bytes) + s.on_host(bytes) + lead.ring(lead.size() - 1, bytes / lead.size()) +
+               s.at_leader(s.per_host() * bytes / p);
+      break;
+    case Collective::AllToAll:
+      if (a == "pairwise") return s.pairwise(bytes / p);
+      break;
+    case Collective::Barrier:
+      if (a == "dissemination") return s.barrier();
+      if (a == "hier") return 2 * s.on_host(0) + lead.barrier();
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model) {
+  static constexpr std::string_view kAllReduce[] = {"recursive_doubling", "halving_doubling", "ring"};
+  static constexpr std::string_view kBroadcast[] = {"binomial", "chain"};
+  std::span<const std::string_view> candidates;
+  if (c == Collective::AllReduce) candidates = kAllReduce;
+  if (c == Collective::Broadcast) candidates = kBroadcast;
+  if (candidates.empty()) raise(ErrorKind::InvalidArgument, std::string("internal: no phase among hosts for ") + collective_name(c));
+  const Schedule lead(Layout{hosts, 1}, model);
+  std::string_view best = candidates.front();
+  double best_s = 0;
+  for (std::string_view name : candidates) {
+    const double t = *predict(c, name, static_cast<double>(bytes), bytes, lead);
+    if (name == candidates.front() || t < best_s) {
+      best = name;
+      best_s = t;
+    }
+  }
+  return best;
+}
+
+std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                      const NetModel& model) {
+  if (layout.hosts < 1 || layout.per_host < 1) return std::nullopt;
+  if (layout.ranks() == 1) return 0.0;
+  return predict(c, algorithm, static_cast<double>(bytes), bytes, Schedule(layout, model));
+}
+
+}  // namespace spmd::algo

@@ -1,0 +1,40 @@
+// Hierarchical all_gather: each host gathers its ranks' blocks at its leader through shared
+// memory, the leaders all-gather whole hosts' blocks over TCP (a ring of one message per host
+// and step: the network carries each block once per link, not once per rank), and each leader
+// broadcasts every block to its host through shared memory. The blocks travel host by host in
+// one scratch buffer (HostOrder) and land in the caller's outputs at the end.
+#include <cstring>
+
+#include "collectives/hier/hier_common.hpp"
+
+namespace spmd::algo {
+
+void hier_all_gather(AlgoContext& c, const CollArgs& a) {
+  const size_t block = a.data.bytes();
+  const hier::HostOrder order(c.loc, block);
+  std::vector<char> all(order.total());
+  const int host = c.loc.host();
+  const bool single_copy = c.cma && block >= hier::kLocalSingleCopyBlocks;
+
+  std::vector<TensorView> mine = order.host_blocks(all.data() + order.host_start(host), host);
+  if (c.loc.local_size() == 1) {
+    std::memcpy(mine[0].data, a.data.data, block);
+  } else {
+    CollArgs g;
+    g.data = TensorView(a.data.data, block, DType::U8);
+    g.blocks = mine;
+    g.root = 0;
+    hier::on_host(c, 1, g, single_copy ? shm_cma_gather : shm_flat_gather);
+  }
+  if (c.loc.is_leader()) {
+    SubTransport leaders(c.net, c.loc.leaders());
+    allgather_ring(leaders, c.op, order.hosts(all.data(), DType::U8));
+  }
+  hier::host_broadcast(c, 2, TensorView(all.data(), all.size(), DType::U8), 0);
+  for (int r = 0; r < c.loc.size(); ++r) {
+    char* out = static_cast<char*>(a.blocks[static_cast<size_t>(r)].data);
+    if (block) std::memcpy(out, all.data() + order.of_rank(r), block);
+  }
+}
+
+}  // namespace spmd::algo

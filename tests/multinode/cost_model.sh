@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The cost model against the emulated cluster: for each link rate, the links are measured
+# (send/recv ring at 8 B and 4 MiB between the nodes, and on one node with Unix sockets), the
+# measured classes become SPMD_NET, and then every algorithm of each collective is forced in
+# turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
+# layout, and set beside spmd-sim's prediction for the same shape and links.
+# Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
+# predictions within 25% of the measurements, the default within 10% of the best forced
+# algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
+#
+# Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit] [--layouts 3x1,3x2]
+#          [-s SIZES] [-n ITERS] [-r ROUNDS] [--out FILE.md]
+#   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
+#   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
+set -uo pipefail
+source "$(dirname "$0")/jobs.sh"
+bin_dir=$1
+shift
+rates=1gbit,100mbit layouts=3x1,3x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0
+collectives="all_reduce broadcast all_gather reduce_scatter"
+while (($#)); do
+  case $1 in
+    --smoke) smoke=1 rates=1gbit layouts=3x2 sizes=1M,16M iters=3 rounds=1 collectives=all_reduce; shift ;;
+    --rates) rates=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    -s) sizes=$2; shift 2 ;;
+    -n) iters=$2; shift 2 ;;
+    -r) rounds=$2; shift 2 ;;
+    -c) collectives=${2//,/ }; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "cost_model.sh: unknown argument $1"; exit 2 ;;
+  esac
+done
+max_nodes=0
+for l in ${layouts//,/ }; do ((${l%x*} > max_nodes)) && max_nodes=${l%x*}; done
+mn_setup "$bin_dir" "$max_nodes"
+export SPMD_TIMEOUT=120
+MN_JOB_TIMEOUT=600
+SIM=$BIN/spmd-sim
+[[ -x $SIM ]] || fail "spmd-sim is not built ($SIM)"
+
+# The algorithms that can run across hosts, per collective (what spmd-sim ranks).
+algorithms() {
+  "$SIM" -c "$1" --nodes 2 --ranks-per-node 2 -s 1M --csv | awk -F, 'NR > 1 {print $4}' | sort
+}
+
+set_rate() {  # shape every node's link (both ends) to $1
+  local i
+  for ((i = 0; i < max_nodes; ++i)); do
+    MN_RATE=$1 mn_tbf "$(mn_ns "$i")" eth0
+    MN_RATE=$1 mn_tbf "$(mn_bridge_ns)" "v$i"
+  done
+}
+
+# bench NAME NODES NPROC COLLECTIVE [env...]: spmd-bench on NODES nodes; prints "size time_us"
+# rows of the slowest rank's median (fails on wrong results).
+bench() {
+  local name=$1 nodes=$2 nproc=$3 coll=$4
+  shift 4
+  per_node_job "$name" "$nodes" env "$@" "$SPMDRUN" --nnodes "$nodes" --node-rank @NODE@ --nproc-per-node "$nproc" \
+    --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c "$coll" -s "$sizes" -n "$iters" -w 1 ||
+    fail "spmd-bench $coll ($*) on $nodes x $nproc failed: $(all_output "$name" | tail -20)"
+  sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk '/^ *[0-9]/ { if ($NF != 0) bad = 1; print $1, $6 } END { exit bad }' ||
+    fail "wrong results: $(all_output "$name" | tail -20)"
+}
+
+# Measures the links at the current rate: prints an SPMD_NET value.
+calibrate() {
+  local saved=$sizes n s t8 t4 h8 h4
+  sizes=8,4M
+  n=$(bench cal_net "$max_nodes" 1 sendrecv | tr '\n' ' ')
+  read -r s t8 s t4 <<<"$n"
+  n=$(bench cal_host 1 2 sendrecv SPMD_SHM=0 | tr '\n' ' ')
+  read -r s h8 s h4 <<<"$n"
+  sizes=$saved
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" 'BEGIN {
+    s = 4194304; net = s / ((t4 - t8) * 1e-6); host = s / ((h4 - h8) * 1e-6)
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus\n", net / 1e6, t8, host / 1e6, h8 }'
+}
+
+rows=$WORK/rows.txt
+: >"$rows"
+for rate in ${rates//,/ }; do
+  set_rate "$rate"
+  net=$(calibrate) || exit 1
+  echo "== links $rate: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "$rate calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
+  for layout in ${layouts//,/ }; do
+    nodes=${layout%x*} nproc=${layout#*x}
+    for coll in $collectives; do
+      algos=$(algorithms "$coll")
+      ((smoke)) && algos="hier ring"
+      [[ $nproc == 1 ]] && algos=$(grep -vx hier <<<"$algos")
+      for ((round = 0; round < rounds; ++round)); do
+        for algo in $algos default; do
+          env_algo=SPMD_ALGO=$coll=$algo
+          [[ $algo == default ]] && env_algo=SPMD_ALGO=
+          bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" SPMD_NET="$net" "$env_algo" |
+            sed "s/^/$rate $layout $coll $algo /" >>"$rows"
+        done
+      done
+      # The model's predictions for the same shape and links (default: the model's choice).
+      "$SIM" -c "$coll" --nodes "$nodes" --ranks-per-node "$nproc" -s "$sizes" --net "$net" --csv |
+        awk -F, -v r="$rate" -v l="$layout" -v c="$coll" 'NR > 1 {
+          print r, l, c, $4, $3, "predicted", $5; if ($6 == 1) print r, l, c, "default", $3, "predicted", $5, $4 }' >>"$rows"
+    done
+  done
+done
+
+# rate layout coll algo size us  (measured, one per round)
+# rate layout coll algo size predicted us [chosen]
+report=$(awk '
+  $2 == "calibrated" { sendrecv[$1] = $3; next }
+  $6 == "predicted" { key = $1 " " $2 " " $3 " " $4 " " $5; pred[key] = $7; if (NF > 7) choice[key] = $8; next }
+  { key = $1 " " $2 " " $3 " " $4 " " $5; n[key]++; t[key, n[key]] = $6; keys[key] = 1 }
+  function median(k,   m, i, j, v, a) {
+    m = n[k]; for (i = 1; i <= m; i++) a[i] = t[k, i]
+    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { v = a[i]; a[i] = a[j]; a[j] = v }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  END {
+    for (k in keys) { split(k, f, " "); med[k] = median(k)
+      cell = f[1] " " f[2] " " f[3] " " f[5]
+      if (f[4] != "default" && (!(cell in best) || med[k] < best[cell])) { best[cell] = med[k]; best_algo[cell] = f[4] }
+      if (f[4] == "default") dflt[cell] = med[k]
+      if (f[4] == "ring" && f[3] == "all_reduce") ring[cell] = med[k]
+      if (f[4] == "hier") hier[cell] = med[k]
+      err = (k in pred) ? 100 * (pred[k] - med[k]) / med[k] : ""
+      if (k in pred) { cells++; if (err <= 25 && err >= -25) within++ }
+      printf "ROW| %s | %s | %s | %s%s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4],
+        (k in choice) ? " (" choice[k] ")" : "", f[5], med[k], (k in pred) ? sprintf("%.1f", pred[k]) : "-",
+        (k in pred) ? sprintf("%+.0f%%", err) : "-" }
+    for (c in dflt) { dcells++; ratio = dflt[c] / best[c]; if (ratio <= 1.10) dmet++; if (ratio > worst) { worst = ratio; worst_cell = c " (best " best_algo[c] ")" } }
+    printf "SUMMARY predictions within 25%% of the measured median: %d of %d\n", within, cells
+    printf "SUMMARY default within 10%% of the best forced algorithm: %d of %d cells; worst %.2fx at %s\n", dmet, dcells, worst, worst_cell
+    for (c in hier) if (c in ring) { split(c, f, " "); if (f[4] >= 1048576) {
+      split(f[2], lay, "x"); h = lay[1]; link = 2 * (h - 1) / h * f[4] / hier[c]  # MB/s each link carries
+      printf "SUMMARY hier vs flat ring, %s: %.2fx (hier %.0f us, ring %.0f us); hier inter-host phase %.1f MB/s = %.0f%% of send/recv (%s MB/s)\n",
+        c, ring[c] / hier[c], hier[c], ring[c], link, 100 * link / sendrecv[f[1]], sendrecv[f[1]] } } }' "$rows")
+table=$(echo "| rate | layout | collective | algorithm | size | measured us | predicted us | error |"
+  echo "|---|---|---|---|---|---|---|---|"
+  grep '^ROW' <<<"$report" | sed 's/^ROW//' | sort -t'|' -k2,2 -k3,3 -k4,4 -k5,5 -k6,6n
+  echo
+  grep '^SUMMARY' <<<"$report" | sed 's/^SUMMARY /- /')
+echo "$table"
+[[ -n $out ]] && { echo "$table" >"$out"; echo "table written to $out"; }
+
+# SPMD_DEBUG=INFO says the model and each choice with the predictions (rank 0 of the group).
+info_job() {
+  per_node_job info 3 env SPMD_DEBUG=INFO SPMD_NET=net=1Gbit@50us "$SPMDRUN" --nnodes 3 --node-rank @NODE@ \
+    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 1 -w 0
+}
+info_job || fail "the INFO run failed: $(all_output info | tail -20)"
+output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 50 us' ||
+  fail "no cost model line at INFO: $(all_output info | grep -i model | head)"
+output_has info 'all_reduce of 1048576 B on 3 hosts \(up to 2 ranks each\): hier; predicted: hier [0-9.]+ us ring' ||
+  fail "no choice line at INFO: $(all_output info | grep -i predicted | head)"
+echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:' | sed 's/^\[[0-9]*\]://' | head -2 | cut -c1-160)"
+echo "multinode cost model: 1 passed, 0 failed"

@@ -1,0 +1,149 @@
+// The cost model: SPMD_NET's grammar, the schedules' arithmetic on shapes worked by hand, and
+// selection across hosts following the model (and only there).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "collectives/cost_model.hpp"
+#include "collectives/select.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::algo {
+namespace {
+
+struct NetGuard {
+  explicit NetGuard(const std::string& spec) { set_net_model_override(spec); }
+  ~NetGuard() { set_net_model_override(""); }
+};
+
+GroupTraits hosts(int n, int per_host, bool deterministic = false) {
+  GroupTraits g;
+  g.size = n * per_host;
+  g.hosts = n;
+  g.max_ranks_per_host = per_host;
+  g.host_shm = true;
+  g.deterministic = deterministic;
+  return g;
+}
+
+// Only bandwidth counts: predictions are bytes over rates, checkable by hand.
+NetModel bandwidth_only(double net_bytes_per_s, double host_bytes_per_s) {
+  NetModel m;
+  m.net = {0, net_bytes_per_s};
+  m.host = {0, host_bytes_per_s};
+  m.per_message_s = 0;
+  return m;
+}
+
+TEST(CostModel, ParsesSpmdNet) {
+  NetModel m = parse_net_model("net=1Gbit@200us");
+  EXPECT_DOUBLE_EQ(m.net.bytes_per_s, 1.25e8);
+  EXPECT_DOUBLE_EQ(m.net.latency_s, 200e-6);
+  EXPECT_DOUBLE_EQ(m.host.bytes_per_s, NetModel{}.host.bytes_per_s);  // untouched: the default
+  m = parse_net_model("net=25Gbit/s@10us,host=8GB@2us,msg=1us");
+  EXPECT_DOUBLE_EQ(m.net.bytes_per_s, 25e9 / 8);
+  EXPECT_DOUBLE_EQ(m.host.bytes_per_s, 8e9);
+  EXPECT_DOUBLE_EQ(m.host.latency_s, 2e-6);
+  EXPECT_DOUBLE_EQ(m.per_message_s, 1e-6);
+  m = parse_net_model("net=100Mbit@2ms");
+  EXPECT_DOUBLE_EQ(m.net.bytes_per_s, 12.5e6);
+  EXPECT_DOUBLE_EQ(m.net.latency_s, 2e-3);
+  EXPECT_NE(m.describe().find("100 Mbit/s 2 ms"), std::string::npos) << m.describe();
+}
+
+TEST(CostModel, BadSpmdNetIsAClearError) {
+  for (const char* spec : {"net=1Gbit", "net=fast@1us", "net=1Gbit@1", "wire=1Gbit@1us", ",", "net=1Gbps@1us",
+                           "net=-1Gbit@1us", "msg=lots"}) {
+    try {
+      parse_net_model(spec);
+      ADD_FAILURE() << spec << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << spec;
+      EXPECT_NE(std::string(e.what()).find("SPMD_NET"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("net=RATE@LATENCY"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CostModel, RingMovesTwoPMinusOneOverPOfTheData) {
+  const NetModel m = bandwidth_only(1e9, 1e12);
+  const double s = 6e6;
+  // 3 hosts x 1 rank: 2(P-1) steps of S/P, every one across a link.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 6e6, Layout{3, 1}, m), 4 * (s / 3) / 1e9, 1e-9);
+  // 3 x 2: each host's interface carries one S/6 per step, 10 steps: 1.67 S.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 6e6, Layout{3, 2}, m), 10 * (s / 6) / 1e9, 1e-9);
+  // hier: the leaders' ring 4 steps of S/3 (1.33 S), and one local copy each way (single copy).
+  const double s1 = 1.2e6;  // one chunk
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "hier", 1.2e6, Layout{3, 2}, m), 4 * (s1 / 3) / 1e9 + 2 * s1 / 1e12,
+              1e-9);
+  // Pipelined (8 chunks of 60 MB / 8): the local phases of only the first and the last chunk
+  // are not hidden behind the network's.
+  const double s8 = 60e6;
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "hier", 60000000, Layout{3, 2}, m),
+              4 * (s8 / 3) / 1e9 + 2 * (s8 / 8) / 1e12, 1e-9);
+  // all_gather ring: P-1 steps of one block.
+  EXPECT_NEAR(*predict_seconds(Collective::AllGather, "ring", 1e6, Layout{4, 1}, m), 3 * 1e6 / 1e9, 1e-9);
+}
+
+TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
+  const NetModel m = bandwidth_only(1e9, 1e12);
+  // Gather to rank 0 on 3 x 2: four blocks come in through host 0's interface.
+  EXPECT_NEAR(*predict_seconds(Collective::Gather, "linear", 1e6, Layout{3, 2}, m), 4e6 / 1e9, 1e-9);
+  // Binomial broadcast on 3 x 2 (pipelined): host 0 sends to ranks 2, 4 (from 0), 3, 5 (from 1).
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "binomial", 1e6, Layout{3, 2}, m), 4e6 / 1e9, 1e-9);
+  // A chain crosses each link once.
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "chain", 1e8, Layout{3, 2}, m), 1e8 / 1e9, 2e-3);
+}
+
+TEST(CostModel, LatencyAndMessagesCount) {
+  NetModel m = bandwidth_only(1e9, 1e12);
+  m.net.latency_s = 1e-3;
+  // Recursive doubling on 4 hosts: 2 steps; on 3, the fold and hand-back too.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 0, Layout{4, 1}, m), 2e-3, 1e-9);
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 0, Layout{3, 1}, m), 3e-3, 1e-9);
+  EXPECT_NEAR(*predict_seconds(Collective::Barrier, "dissemination", 0, Layout{8, 1}, m), 3e-3, 1e-9);
+  m.per_message_s = 1e-6;  // direct: 2(P-1) messages a step, 2 of them free
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "direct", 0, Layout{8, 1}, m), 2 * (1e-3 + 12e-6), 1e-9);
+  EXPECT_FALSE(predict_seconds(Collective::AllReduce, "shm_flat", 8, Layout{2, 1}, m).has_value());
+}
+
+TEST(CostModel, ScalesToThousandsOfNodes) {
+  const NetModel m = parse_net_model("net=100Gbit@5us,host=20GB@1us");
+  for (int c = 1; c <= static_cast<int>(Collective::Barrier); ++c) {
+    GroupTraits g = hosts(4096, 8);
+    std::vector<Ranked> ranked = rank_by_model(static_cast<Collective>(c), 1 << 20, g);
+    ASSERT_FALSE(ranked.empty()) << collective_name(static_cast<Collective>(c));
+    for (const Ranked& r : ranked) EXPECT_TRUE(std::isfinite(r.seconds) && r.seconds > 0) << r.algorithm->name;
+  }
+}
+
+TEST(Select, AcrossHostsTheModelDecides) {
+  {
+    NetGuard slow_links("net=1Gbit@50us");
+    EXPECT_EQ(std::string(select(Collective::AllReduce, 8, hosts(3, 2)).name), "recursive_doubling");
+    EXPECT_EQ(std::string(select(Collective::AllReduce, 16 << 20, hosts(3, 2)).name), "hier");
+    EXPECT_EQ(std::string(select(Collective::Broadcast, 64 << 20, hosts(3, 2)).name), "chain");
+    // The leaders' phase inside hier: one exchange on two hosts; for 64 MiB halving-doubling on
+    // 16 (the ring's bytes, fewer latencies), the ring on 12 (no fold of 4 hosts' data first).
+    EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 1 << 20, 2, net_model()), "recursive_doubling");
+    EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 16, net_model()), "halving_doubling");
+    EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 12, net_model()), "ring");
+    EXPECT_EQ(cheapest_among_hosts(Collective::Broadcast, 64 << 20, 16, net_model()), "chain");
+  }
+  {
+    // A network faster than the hosts' memory: the local phases of hier no longer pay.
+    NetGuard fast_links("net=100Gbit@1us,host=1GB@1us");
+    EXPECT_NE(std::string(select(Collective::AllReduce, 16 << 20, hosts(3, 2)).name), "hier");
+  }
+  // Deterministic mode: only what reduces in rank order.
+  EXPECT_EQ(std::string(select(Collective::AllReduce, 16 << 20, hosts(3, 2, true)).name), "direct");
+  // One host: the tables, not the model.
+  GroupTraits one;
+  one.size = one.max_ranks_per_host = 4;
+  one.shm = one.host_shm = one.cma = true;
+  EXPECT_EQ(std::string(select(Collective::AllReduce, 8, one).name), "shm_flat");
+}
+
+}  // namespace
+}  // namespace spmd::algo
