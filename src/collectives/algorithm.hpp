@@ -19,6 +19,8 @@ class ShmGroup;
 
 namespace spmd::algo {
 
+struct NetModel;  // collectives/cost_model.hpp
+
 // The arguments of one call, in group ranks, validated. Which fields a collective uses:
 //   all_reduce, broadcast, reduce: `data` (input and output), `root`, `fn`/`op`
 //   all_gather: `blocks` (outputs[i] = rank i's block, ours already filled unless the algorithm
@@ -41,6 +43,7 @@ struct AlgoContext {
   Transport& net;                    // every member: TCP (local peers over Unix sockets)
   shm::ShmGroup* shm = nullptr;      // this host's members' shared segment (null if alone on it)
   bool cma = false;                  // local ranks may read/write each other's memory directly
+  const NetModel* model = nullptr;   // the group's links (null: net_model(), SPMD_NET's)
 };
 
 using AlgoFn = void (*)(AlgoContext&, const CollArgs&);
@@ -80,6 +83,7 @@ struct GroupTraits {
   bool host_shm = false;  // ranks sharing a host share a segment (SPMD_SHM is on)
   bool cma = false;
   bool deterministic = false;
+  const NetModel* net = nullptr;  // the links the cost model prices with (null: net_model())
   static GroupTraits of(const Locality& loc, bool shm, bool cma, bool deterministic);
 };
 bool applicable(const Algorithm& a, const GroupTraits& g);

@@ -46,6 +46,8 @@ struct NetModel {
 NetModel parse_net_model(std::string_view text, std::string_view where = "SPMD_NET");
 // The model in force: SPMD_NET when set (parsed once), else the defaults.
 const NetModel& net_model();
+// The group's own model where it has one (measured), else net_model().
+inline const NetModel& model_or_default(const NetModel* group_model) { return group_model ? *group_model : net_model(); }
 // Replaces the model for this process ("" = back to SPMD_NET/defaults). For tests and tools.
 void set_net_model_override(const std::string& text);
 

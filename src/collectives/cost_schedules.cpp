@@ -141,19 +141,21 @@ class Schedule {
 
   double ring(int steps, double bytes) const { return steps * shift(1, bytes); }
 
-  // Binomial tree from `root` = 0: pipelined (broadcast: every edge at once, depth latencies)
-  // or level by level (reduce: partial results wait for the children).
+  // Binomial tree from `root` = 0 (broadcast_binomial.cpp, reduce_binomial.cpp): rank v's
+  // parent is v minus its lowest set bit. Pipelined (broadcast: every edge at once, depth
+  // latencies) or level by level (reduce: partial results wait for the children, lowest bit
+  // first).
   double binomial(double bytes, bool pipelined) const {
-    std::vector<Flow> fs;
-    int depth = 0;
+    std::vector<Flow> all;
     double t = 0;
-    for (int mask = 1; mask < p_; mask *= 2, ++depth) {
-      std::vector<Flow> level;
-      for (int v = 0; v < mask && v + mask < p_; ++v) level.push_back({v, v + mask, bytes});
+    int depth = 0;
+    for (int bit = 1; bit < p_; bit *= 2, ++depth) {
+      std::vector<Flow> level;  // the edges whose child's lowest set bit is `bit`
+      for (int v = bit; v < p_; v += 2 * bit) level.push_back({v - bit, v, bytes});
       if (!pipelined) t += flows(level);
-      fs.insert(fs.end(), level.begin(), level.end());
+      all.insert(all.end(), level.begin(), level.end());
     }
-    return pipelined ? flows(fs, depth) : t;
+    return pipelined ? flows(all, depth) : t;
   }
 
   // Pipelined chain 0 -> 1 -> ... -> P-1: every link carries the message at once, plus the

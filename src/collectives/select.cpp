@@ -193,7 +193,7 @@ Tables& tables() {
 
 std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits& group) {
   const Layout layout{group.hosts, std::max(1, group.max_ranks_per_host)};
-  const NetModel& model = net_model();
+  const NetModel& model = model_or_default(group.net);
   std::vector<Ranked> out;
   for (const Algorithm& a : all_algorithms()) {
     if (a.collective != c || !applicable(a, group)) continue;

@@ -8,7 +8,7 @@
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
-# Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit] [--layouts 3x1,3x2]
+# Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
 #          [-s SIZES] [-n ITERS] [-r ROUNDS] [--out FILE.md]
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
@@ -16,8 +16,8 @@ set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
-rates=1gbit,100mbit layouts=3x1,3x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0
-collectives="all_reduce broadcast all_gather reduce_scatter"
+rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0
+collectives="all_reduce broadcast reduce all_gather reduce_scatter gather scatter"
 while (($#)); do
   case $1 in
     --smoke) smoke=1 rates=1gbit layouts=3x2 sizes=1M,16M iters=3 rounds=1 collectives=all_reduce; shift ;;
@@ -44,11 +44,16 @@ algorithms() {
   "$SIM" -c "$1" --nodes 2 --ranks-per-node 2 -s 1M --csv | awk -F, 'NR > 1 {print $4}' | sort
 }
 
-set_rate() {  # shape every node's link (both ends) to $1
+set_rate() {  # shape every node's link (both ends) to $1 ("none": unshaped)
   local i
   for ((i = 0; i < max_nodes; ++i)); do
-    MN_RATE=$1 mn_tbf "$(mn_ns "$i")" eth0
-    MN_RATE=$1 mn_tbf "$(mn_bridge_ns)" "v$i"
+    if [[ $1 == none ]]; then
+      tc -n "$(mn_ns "$i")" qdisc del dev eth0 root 2>/dev/null
+      tc -n "$(mn_bridge_ns)" qdisc del dev "v$i" root 2>/dev/null
+    else
+      MN_RATE=$1 mn_tbf "$(mn_ns "$i")" eth0
+      MN_RATE=$1 mn_tbf "$(mn_bridge_ns)" "v$i"
+    fi
   done
 }
 
@@ -64,18 +69,24 @@ bench() {
     fail "wrong results: $(all_output "$name" | tail -20)"
 }
 
-# Measures the links at the current rate: prints an SPMD_NET value.
+# Measures the links at the current rate: prints an SPMD_NET value. The rate from a send/recv
+# ring of 4 MiB between the nodes (one stream per link), the latency from an 8-byte ring
+# all_reduce (2(N-1) steps, each one message across a link), the host class from a send/recv
+# of 8 B and 4 MiB between two ranks of one node over Unix sockets.
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4
+  local saved=$sizes n s t8 t4 h8 h4 ar8
   sizes=8,4M
   n=$(bench cal_net "$max_nodes" 1 sendrecv | tr '\n' ' ')
   read -r s t8 s t4 <<<"$n"
   n=$(bench cal_host 1 2 sendrecv SPMD_SHM=0 | tr '\n' ' ')
   read -r s h8 s h4 <<<"$n"
+  sizes=8
+  n=$(bench cal_lat "$max_nodes" 1 all_reduce SPMD_ALGO=all_reduce=ring | tr '\n' ' ')
+  read -r s ar8 <<<"$n"
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v ar8="$ar8" -v n="$max_nodes" 'BEGIN {
     s = 4194304; net = s / ((t4 - t8) * 1e-6); host = s / ((h4 - h8) * 1e-6)
-    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus\n", net / 1e6, t8, host / 1e6, h8 }'
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus\n", net / 1e6, ar8 / (2 * (n - 1)), host / 1e6, h8 }'
 }
 
 rows=$WORK/rows.txt
@@ -92,10 +103,13 @@ for rate in ${rates//,/ }; do
       ((smoke)) && algos="hier ring"
       [[ $nproc == 1 ]] && algos=$(grep -vx hier <<<"$algos")
       for ((round = 0; round < rounds; ++round)); do
-        for algo in $algos default; do
-          env_algo=SPMD_ALGO=$coll=$algo
-          [[ $algo == default ]] && env_algo=SPMD_ALGO=
-          bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" SPMD_NET="$net" "$env_algo" |
+        # default: the model with the calibrated links; measured: the links the group measures
+        # itself (no SPMD_NET)
+        for algo in $algos default measured; do
+          env_algo=(SPMD_ALGO="$coll=$algo" SPMD_NET="$net")
+          [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net")
+          [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
+          bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" |
             sed "s/^/$rate $layout $coll $algo /" >>"$rows"
         done
       done
@@ -120,8 +134,9 @@ report=$(awk '
   END {
     for (k in keys) { split(k, f, " "); med[k] = median(k)
       cell = f[1] " " f[2] " " f[3] " " f[5]
-      if (f[4] != "default" && (!(cell in best) || med[k] < best[cell])) { best[cell] = med[k]; best_algo[cell] = f[4] }
+      if (f[4] != "default" && f[4] != "measured" && (!(cell in best) || med[k] < best[cell])) { best[cell] = med[k]; best_algo[cell] = f[4] }
       if (f[4] == "default") dflt[cell] = med[k]
+      if (f[4] == "measured") meas[cell] = med[k]
       if (f[4] == "ring" && f[3] == "all_reduce") ring[cell] = med[k]
       if (f[4] == "hier") hier[cell] = med[k]
       err = (k in pred) ? 100 * (pred[k] - med[k]) / med[k] : ""
@@ -130,7 +145,9 @@ report=$(awk '
         (k in choice) ? " (" choice[k] ")" : "", f[5], med[k], (k in pred) ? sprintf("%.1f", pred[k]) : "-",
         (k in pred) ? sprintf("%+.0f%%", err) : "-" }
     for (c in dflt) { dcells++; ratio = dflt[c] / best[c]; if (ratio <= 1.10) dmet++; if (ratio > worst) { worst = ratio; worst_cell = c " (best " best_algo[c] ")" } }
+    for (c in meas) { mcells++; if (meas[c] / best[c] <= 1.10) mmet++; if (meas[c] / best[c] > mworst) { mworst = meas[c] / best[c]; mworst_cell = c " (best " best_algo[c] ")" } }
     printf "SUMMARY predictions within 25%% of the measured median: %d of %d\n", within, cells
+    printf "SUMMARY default with the links measured by the group itself (no SPMD_NET) within 10%% of the best: %d of %d cells; worst %.2fx at %s\n", mmet, mcells, mworst, mworst_cell
     printf "SUMMARY default within 10%% of the best forced algorithm: %d of %d cells; worst %.2fx at %s\n", dmet, dcells, worst, worst_cell
     for (c in hier) if (c in ring) { split(c, f, " "); if (f[4] >= 1048576) {
       split(f[2], lay, "x"); h = lay[1]; link = 2 * (h - 1) / h * f[4] / hier[c]  # MB/s each link carries
@@ -155,4 +172,11 @@ output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 
 output_has info 'all_reduce of 1048576 B on 3 hosts \(up to 2 ranks each\): hier; predicted: hier [0-9.]+ us ring' ||
   fail "no choice line at INFO: $(all_output info | grep -i predicted | head)"
 echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:' | sed 's/^\[[0-9]*\]://' | head -2 | cut -c1-160)"
+# Without SPMD_NET the group measures its links while it is made.
+per_node_job measured 3 env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes 3 --node-rank @NODE@ --nproc-per-node 2 \
+  --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 1 -w 0 ||
+  fail "the run without SPMD_NET failed: $(all_output measured | tail -20)"
+output_has measured 'chosen by the cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s, .*measured while the group was made' ||
+  fail "no measured links at INFO: $(all_output measured | grep -i model | head)"
+echo "measured: $(all_output measured | grep -oE 'cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s' | head -1)"
 echo "multinode cost model: 1 passed, 0 failed"

@@ -32,7 +32,8 @@ const char* kUsage =
     "  --net SPEC               the link classes, SPMD_NET's grammar (default: $SPMD_NET, else\n"
     "                           10 Gbit/s and 50 us between nodes), e.g. net=1Gbit@200us\n"
     "  --csv                    nodes,ranks_per_node,size,algorithm,us,chosen,busbw_gbs rows\n"
-    "Size = bytes of the largest buffer, as spmd-bench and nccl-tests count it. busbw is\n"
+    "Size = bytes of the largest buffer, as spmd-bench and nccl-tests count it (whole f32\n"
+    "elements per rank, as spmd-bench rounds it). busbw is\n"
     "algbw x nccl-tests' factor for the collective (comparable to one link's rate).\n"
     "Selection across nodes (what spmd does when a group spans hosts, unless SPMD_ALGO says\n"
     "otherwise) takes the cheapest prediction: the row marked '*'.";
@@ -111,9 +112,13 @@ spmd::Collective collective_of(const std::string& name) {
   usage_error("unknown collective '" + name + "'");
 }
 
+// Sizes as spmd-bench makes them with its default dtype (f32): whole elements per rank, so a
+// row here and a row of spmd-bench's table name the same size.
+constexpr size_t kElement = 4;
+
 // The bytes selection looks at (select.hpp) for a message of `size` as spmd-bench counts it.
 size_t selection_bytes(const std::string& collective, size_t size, int ranks) {
-  const size_t per_rank = bench::elements_per_rank(collective, size, 1, ranks);
+  const size_t per_rank = bench::elements_per_rank(collective, size, kElement, ranks) * kElement;
   if (collective == "reduce_scatter" || collective == "all_to_all") return per_rank * static_cast<size_t>(ranks);
   return per_rank;
 }
@@ -140,7 +145,9 @@ int main(int argc, char** argv) {
       g.host_shm = true;
       if (!o.csv) std::printf("\n## %zu nodes x %d ranks\n%12s  %-28s %12s %10s  others (us)\n", nodes, o.per_node, "size",
                               "chosen", "time_us", "busbw_GB/s");
-      for (size_t size : bench::size_list(o.sizes)) {
+      for (size_t asked : bench::size_list(o.sizes)) {
+        const size_t size = bench::reported_bytes(
+            o.collective, bench::elements_per_rank(o.collective, asked, kElement, ranks), kElement, ranks);
         const size_t bytes = selection_bytes(o.collective, size, ranks);
         std::vector<spmd::algo::Ranked> ranked = nodes > 1 ? spmd::algo::rank_by_model(coll, bytes, g)
                                                            : std::vector<spmd::algo::Ranked>{};

@@ -4,10 +4,12 @@
 // transports: TCP between all members, and shared memory among the members of this host.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "backends/backend.hpp"
 #include "collectives/algorithm.hpp"
+#include "backends/native/net_probe.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
 #include "common/env.hpp"
@@ -28,9 +30,16 @@ class NativeBackend final : public Backend {
       : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)), choices_(c.rank == 0) {
     traits_ = algo::GroupTraits::of(config_.locality, shm_enabled(), shm_ && shm_->remote_memory(),
                                     config_.deterministic);
+    // Across hosts the cost model chooses; without SPMD_NET the links are measured now
+    // (net_probe.hpp).
+    if (traits_.hosts > 1 && !env::get("SPMD_NET")) {
+      links_ = measure_links(net_, *c.store, c.prefix, c.locality, c.timeout);
+      traits_.net = &*links_;
+    }
     if (traits_.hosts > 1 && c.rank == 0)
       SPMD_LOG(Info) << "group of " << traits_.size << " ranks on " << config_.locality.summary()
-                     << ": algorithms across hosts chosen by the cost model, " << algo::net_model().describe();
+                     << ": algorithms across hosts chosen by the cost model, "
+                     << algo::model_or_default(traits_.net).describe();
     if (shm_) pipes_ = std::make_unique<shm::ShmTransport>(*shm_);
   }
   const char* name() const override { return "native"; }
@@ -163,6 +172,7 @@ class NativeBackend final : public Backend {
     algo::AlgoContext ctx{op, config_.locality, net_};
     ctx.shm = shm_.get();
     ctx.cma = shm_ && shm_->remote_memory();
+    ctx.model = traits_.net;
     chosen.run(ctx, args);
   }
 
@@ -232,6 +242,7 @@ class NativeBackend final : public Backend {
   std::unique_ptr<shm::ShmGroup> shm_;
   std::unique_ptr<shm::ShmTransport> pipes_;  // over shm_ (local indices)
   algo::GroupTraits traits_;
+  std::optional<algo::NetModel> links_;  // measured (traits_.net points here)
   algo::ChoiceCache choices_;
 };
 

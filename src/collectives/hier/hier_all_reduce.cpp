@@ -23,7 +23,8 @@ namespace {
 
 void leaders_all_reduce(AlgoContext& c, const OpContext& op, TensorView data, ReduceFn fn) {
   SubTransport leaders(c.net, c.loc.leaders());
-  std::string_view among = cheapest_among_hosts(Collective::AllReduce, data.bytes(), leaders.size(), net_model());
+  std::string_view among =
+      cheapest_among_hosts(Collective::AllReduce, data.bytes(), leaders.size(), model_or_default(c.model));
   if (among == "recursive_doubling")
     allreduce_recursive_doubling(leaders, op, data, fn);
   else if (among == "halving_doubling")

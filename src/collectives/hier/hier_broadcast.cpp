@@ -16,7 +16,7 @@ void hier_broadcast(AlgoContext& c, const CollArgs& a) {
     SubTransport view(c.net, reps);
     const int root_index = c.loc.host_of[static_cast<size_t>(a.root)];
     barrier_dissemination(view, c.op);
-    if (cheapest_among_hosts(Collective::Broadcast, a.data.bytes(), view.size(), net_model()) == "chain")
+    if (cheapest_among_hosts(Collective::Broadcast, a.data.bytes(), view.size(), model_or_default(c.model)) == "chain")
       broadcast_chain(view, c.op, a.data, root_index);
     else
       broadcast_binomial(view, c.op, a.data, root_index);
