@@ -18,8 +18,8 @@ namespace {
 [[noreturn]] void bad(std::string_view where, std::string_view item, const std::string& why) {
   raise(ErrorKind::InvalidArgument,
         std::string(where) + ": '" + std::string(item) + "' " + why +
-            " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,msg=TIME], e.g. net=1Gbit@200us or "
-            "net=25Gbit@10us,host=8GB@2us,msg=1us)");
+            " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,shm=RATE@LATENCY][,msg=TIME], e.g. "
+            "net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
 }
 
 // "12.5" then the rest: the number and the unit after it, lower-cased.
@@ -94,8 +94,8 @@ std::vector<std::unique_ptr<NetModel>> g_models;  // kept: a caller may hold a r
 
 std::string NetModel::describe() const {
   return "net " + rate_text(net.bytes_per_s) + " " + latency_text(net.latency_s) + ", host " +
-         rate_text(host.bytes_per_s) + " " + latency_text(host.latency_s) + ", " + latency_text(per_message_s) +
-         " per message (" + origin + ")";
+         rate_text(host.bytes_per_s) + " " + latency_text(host.latency_s) + ", shm " + rate_text(shm.bytes_per_s) +
+         " " + latency_text(shm.latency_s) + ", " + latency_text(per_message_s) + " per message (" + origin + ")";
 }
 
 NetModel parse_net_model(std::string_view text, std::string_view where) {
@@ -122,8 +122,10 @@ NetModel parse_net_model(std::string_view text, std::string_view where) {
       m.net = link;
     else if (cls == "host")
       m.host = link;
+    else if (cls == "shm")
+      m.shm = link;
     else
-      bad(where, item, "names no link class (net or host)");
+      bad(where, item, "names no link class (net, host or shm)");
     any = true;
   }
   if (!any) bad(where, text, "describes no link");

@@ -3,7 +3,9 @@
 //   host  between ranks of one host (shared memory, Unix sockets): each rank's copy rate
 //   net   between hosts (each host's network interface, shared by its ranks, each direction)
 // and every message a rank handles in a step beyond one each way costs it `per_message_s` (so
-// sending to every peer at once is not free at thousands of ranks).
+// sending to every peer at once is not free at thousands of ranks). The hierarchical
+// algorithms' shared-memory phases are priced by a third class, `shm`: one synchronisation
+// (its latency) and copies at its rate (memcpy's, not a socket's).
 // Every algorithm that can run across hosts has a schedule here (cost_schedules.cpp): its steps
 // as flows between ranks; a step costs its class's latency plus the most bytes any one host
 // interface (or host memory, for local flows) carries in it, over that class's rate. Selection
@@ -14,7 +16,7 @@
 // agreement), or from defaults (a 10 Gbit/s, 50 µs network):
 //   SPMD_NET="net=1Gbit@200us"                 the network between hosts
 //   SPMD_NET="net=25Gbit@10us,host=8GB@2us"     both classes
-//   SPMD_NET="net=25Gbit@10us,msg=1us"          and the per-message cost
+//   SPMD_NET="net=25Gbit@10us,shm=10GB@1us,msg=1us"  the shared-memory phases, per message
 // Rates: a number with Gbit, Mbit, Kbit (bits/s) or GB, MB, KB (bytes/s, powers of 1000), "/s"
 // optional; latencies: a number with s, ms, us or ns.
 #pragma once
@@ -36,6 +38,7 @@ struct LinkClass {
 struct NetModel {
   LinkClass net{50e-6, 1.25e9};  // between hosts: 10 Gbit/s, 50 µs
   LinkClass host{3e-6, 3e9};     // within a host: what one rank copies per second
+  LinkClass shm{2e-6, 5e9};       // shared-memory phases: one sync, then copies at memcpy speed
   double per_message_s = 2e-6;   // a rank's cost per message beyond one each way (system calls)
   std::string origin = "default (10 Gbit/s, 50 us between hosts; set SPMD_NET to describe yours)";
   // "net 1 Gbit/s 200 us, host 3 GB/s 3 us (SPMD_NET)": for logs and tools.

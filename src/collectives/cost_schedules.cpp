@@ -93,15 +93,15 @@ class Schedule {
   double on_host(double bytes) const {
     if (layout_.per_host < 2) return 0;
     const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
-    return m_.host.latency_s + copies * bytes / m_.host.bytes_per_s;
+    return m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s;
   }
 
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
-    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : m_.host.latency_s + copy(bytes);
+    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : m_.shm.latency_s + copy(bytes);
   }
-  double copy(double bytes) const { return bytes / m_.host.bytes_per_s; }
+  double copy(double bytes) const { return bytes / m_.shm.bytes_per_s; }
   int per_host() const { return layout_.per_host; }
 
   double barrier() const {

@@ -69,24 +69,41 @@ bench() {
     fail "wrong results: $(all_output "$name" | tail -20)"
 }
 
-# Measures the links at the current rate: prints an SPMD_NET value. The rate from a send/recv
-# ring of 4 MiB between the nodes (one stream per link), the latency from an 8-byte ring
-# all_reduce (2(N-1) steps, each one message across a link), the host class from a send/recv
-# of 8 B and 4 MiB between two ranks of one node over Unix sockets.
+# on_each_node NAME NPROC COLLECTIVE [env...]: a one-node job on every node at once (so each
+# rank competes for the cores as in the jobs measured); prints node 0's "size time_us" rows.
+on_each_node() {
+  local name=$1 nproc=$2 coll=$3
+  shift 3
+  per_node_job "$name" "$max_nodes" env "$@" "$SPMDRUN" --nproc-per-node "$nproc" "$BIN/spmd-bench" -c "$coll" \
+    -s "$sizes" -n "$iters" -w 1 || fail "spmd-bench $coll on each node failed: $(all_output "$name" | tail -20)"
+  sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk '/^ *[0-9]/ { print $1, $6 }'
+}
+
+# Measures the links at the current rate: prints an SPMD_NET value. net: the rate from a
+# send/recv ring of 4 MiB between the nodes (one stream per link), the latency from an 8-byte
+# ring all_reduce (2(N-1) steps, each one message across a link). host: a send/recv of 8 B and
+# 4 MiB between two ranks of each node over Unix sockets, every node at once; msg: half that
+# 8-byte time, and the shared-memory phases' sync too (an 8-byte shm all_reduce on each node
+# at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
+# 4 MiB single-copy broadcast on each node at once (the rate).
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 ar8
+  local saved=$sizes n s t8 t4 h8 h4 ar8 b4
   sizes=8,4M
   n=$(bench cal_net "$max_nodes" 1 sendrecv | tr '\n' ' ')
   read -r s t8 s t4 <<<"$n"
-  n=$(bench cal_host 1 2 sendrecv SPMD_SHM=0 | tr '\n' ' ')
+  n=$(on_each_node cal_host 2 sendrecv SPMD_SHM=0 | tr '\n' ' ')
   read -r s h8 s h4 <<<"$n"
   sizes=8
   n=$(bench cal_lat "$max_nodes" 1 all_reduce SPMD_ALGO=all_reduce=ring | tr '\n' ' ')
   read -r s ar8 <<<"$n"
+  sizes=4M
+  n=$(on_each_node cal_shm 2 broadcast SPMD_ALGO=broadcast=shm_cma | tr '\n' ' ')
+  read -r s b4 <<<"$n"
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v ar8="$ar8" -v n="$max_nodes" 'BEGIN {
-    s = 4194304; net = s / ((t4 - t8) * 1e-6); host = s / ((h4 - h8) * 1e-6)
-    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus\n", net / 1e6, ar8 / (2 * (n - 1)), host / 1e6, h8 }'
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v ar8="$ar8" -v b4="$b4" -v n="$max_nodes" 'BEGIN {
+    s = 4194304; net = s / ((t4 - t8) * 1e-6); host = s / ((h4 - h8) * 1e-6); sync = h8 / 2; shm = s / ((b4 - sync) * 1e-6)
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, ar8 / (2 * (n - 1)),
+      host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
 }
 
 rows=$WORK/rows.txt

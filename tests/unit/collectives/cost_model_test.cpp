@@ -32,6 +32,7 @@ NetModel bandwidth_only(double net_bytes_per_s, double host_bytes_per_s) {
   NetModel m;
   m.net = {0, net_bytes_per_s};
   m.host = {0, host_bytes_per_s};
+  m.shm = {0, host_bytes_per_s};
   m.per_message_s = 0;
   return m;
 }
@@ -46,6 +47,9 @@ TEST(CostModel, ParsesSpmdNet) {
   EXPECT_DOUBLE_EQ(m.host.bytes_per_s, 8e9);
   EXPECT_DOUBLE_EQ(m.host.latency_s, 2e-6);
   EXPECT_DOUBLE_EQ(m.per_message_s, 1e-6);
+  m = parse_net_model("net=1Gbit@50us,shm=10GB@3us");
+  EXPECT_DOUBLE_EQ(m.shm.latency_s, 3e-6);
+  EXPECT_DOUBLE_EQ(m.shm.bytes_per_s, 10e9);
   m = parse_net_model("net=100Mbit@2ms");
   EXPECT_DOUBLE_EQ(m.net.bytes_per_s, 12.5e6);
   EXPECT_DOUBLE_EQ(m.net.latency_s, 2e-3);
@@ -54,7 +58,7 @@ TEST(CostModel, ParsesSpmdNet) {
 
 TEST(CostModel, BadSpmdNetIsAClearError) {
   for (const char* spec : {"net=1Gbit", "net=fast@1us", "net=1Gbit@1", "wire=1Gbit@1us", ",", "net=1Gbps@1us",
-                           "net=-1Gbit@1us", "msg=lots"}) {
+                           "net=-1Gbit@1us", "msg=lots", "shm=1GB"}) {
     try {
       parse_net_model(spec);
       ADD_FAILURE() << spec << " was accepted";
