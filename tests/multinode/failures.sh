@@ -6,7 +6,9 @@
 #     others end within 10 s with a report that names a rank of node 2;
 #  3. node 2's cable is cut (`ip link set eth0 down`): with SPMD_TIMEOUT=5 a worker on the
 #     other nodes raises Timeout naming a rank of node 2 (or spmdrun's hang watch blames one),
-#     both their spmdruns end with a report; node 2 ends too (it can reach nobody).
+#     both their spmdruns end with a report; node 2 ends too (it can reach nobody);
+#  4. the same cut during 16 MiB all_reduces (hier's pipelined path: the leaders' phase on a
+#     thread of its own): the same ends, no node left running.
 # Usage: failures.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -88,6 +90,21 @@ grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b|likely cause: ranks? 
 expect_end linkcut 2 60 ""
 link_up 2
 echo "ok: node 2's link cut: nodes 0 and 1 named its ranks, and all three nodes ended within $((SECONDS - t0)) s"
+passed=$((passed + 1))
+
+# 4. The cut again, while hier runs pipelined (16 MiB: 8 chunks, the leaders' thread in the
+# network while the hosts reduce and broadcast).
+ALL_REDUCE_LOOP_FLOATS=4194304 SPMD_TIMEOUT=5 start_loop pipelined --rdzv-conf peer_timeout=8
+link_down 2
+t0=$SECONDS
+expect_end pipelined 0 30 ""
+expect_end pipelined 1 30 ""
+grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b|likely cause: ranks? [45]\b' \
+  "$WORK/pipelined.0" "$WORK/pipelined.1" ||
+  fail "pipelined: no worker named a rank of node 2: $(tail -30 "$WORK/pipelined.0" "$WORK/pipelined.1")"
+expect_end pipelined 2 60 ""
+link_up 2
+echo "ok: node 2's link cut during pipelined 16 MiB all_reduces: nodes 0 and 1 named its ranks, all ended within $((SECONDS - t0)) s"
 passed=$((passed + 1))
 
 echo "multinode failures: $passed passed, 0 failed"

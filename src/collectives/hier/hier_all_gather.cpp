@@ -12,11 +12,11 @@ namespace spmd::algo {
 void hier_all_gather(AlgoContext& c, const CollArgs& a) {
   const size_t block = a.data.bytes();
   const hier::HostOrder order(c.loc, block);
-  std::vector<char> all(order.total());
+  char* all = hier::scratch(0, order.total());
   const int host = c.loc.host();
   const bool single_copy = c.cma && block >= hier::kLocalSingleCopyBlocks;
 
-  std::vector<TensorView> mine = order.host_blocks(all.data() + order.host_start(host), host);
+  std::vector<TensorView> mine = order.host_blocks(all + order.host_start(host), host);
   if (c.loc.local_size() == 1) {
     std::memcpy(mine[0].data, a.data.data, block);
   } else {
@@ -28,12 +28,12 @@ void hier_all_gather(AlgoContext& c, const CollArgs& a) {
   }
   if (c.loc.is_leader()) {
     SubTransport leaders(c.net, c.loc.leaders());
-    allgather_ring(leaders, c.op, order.hosts(all.data(), DType::U8));
+    allgather_ring(leaders, c.op, order.hosts(all, DType::U8));
   }
-  hier::host_broadcast(c, 2, TensorView(all.data(), all.size(), DType::U8), 0);
+  hier::host_broadcast(c, 2, TensorView(all, order.total(), DType::U8), 0);
   for (int r = 0; r < c.loc.size(); ++r) {
     char* out = static_cast<char*>(a.blocks[static_cast<size_t>(r)].data);
-    if (block) std::memcpy(out, all.data() + order.of_rank(r), block);
+    if (block) std::memcpy(out, all + order.of_rank(r), block);
   }
 }
 

@@ -30,8 +30,8 @@ void hier_gather(AlgoContext& c, const CollArgs& a) {
   const hier::HostOrder order(c.loc, block);
   const bool i_root = c.loc.rank == a.root, i_rep = c.loc.rank == reps.rep;
   // The root holds every host's blocks; another representative its own host's.
-  std::vector<char> buffer(i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
-  char* host_base = buffer.data() + (i_root ? order.host_start(reps.host) : 0);
+  char* buffer = hier::scratch(0, i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
+  char* host_base = buffer + (i_root ? order.host_start(reps.host) : 0);
   if (c.loc.local_size() == 1) {
     if (block) std::memcpy(host_base, a.data.data, block);
   } else {
@@ -45,12 +45,12 @@ void hier_gather(AlgoContext& c, const CollArgs& a) {
   if (i_rep) {
     SubTransport view(c.net, reps.all);
     barrier_dissemination(view, c.op);
-    std::vector<TensorView> by_host = i_root ? order.hosts(buffer.data(), DType::U8) : std::vector<TensorView>{};
+    std::vector<TensorView> by_host = i_root ? order.hosts(buffer, DType::U8) : std::vector<TensorView>{};
     gather_linear(view, c.op, TensorView(host_base, order.host_bytes(reps.host), DType::U8), by_host, reps.root_host);
   }
   if (i_root)
     for (int r = 0; r < c.loc.size(); ++r)
-      if (block) std::memcpy(a.blocks[static_cast<size_t>(r)].data, buffer.data() + order.of_rank(r), block);
+      if (block) std::memcpy(a.blocks[static_cast<size_t>(r)].data, buffer + order.of_rank(r), block);
   hier::host_barrier(c, 2);
 }
 
@@ -59,15 +59,15 @@ void hier_scatter(AlgoContext& c, const CollArgs& a) {
   const size_t block = a.data.bytes();
   const hier::HostOrder order(c.loc, block);
   const bool i_root = c.loc.rank == a.root, i_rep = c.loc.rank == reps.rep;
-  std::vector<char> buffer(i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
-  char* host_base = buffer.data() + (i_root ? order.host_start(reps.host) : 0);
+  char* buffer = hier::scratch(0, i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
+  char* host_base = buffer + (i_root ? order.host_start(reps.host) : 0);
   if (i_root)
     for (int r = 0; r < c.loc.size(); ++r)
-      if (block) std::memcpy(buffer.data() + order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, block);
+      if (block) std::memcpy(buffer + order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, block);
   if (i_rep) {
     SubTransport view(c.net, reps.all);
     barrier_dissemination(view, c.op);
-    std::vector<TensorView> by_host = i_root ? order.hosts(buffer.data(), DType::U8) : std::vector<TensorView>{};
+    std::vector<TensorView> by_host = i_root ? order.hosts(buffer, DType::U8) : std::vector<TensorView>{};
     scatter_linear(view, c.op, by_host, TensorView(host_base, order.host_bytes(reps.host), DType::U8), reps.root_host);
   }
   if (c.loc.local_size() == 1) {

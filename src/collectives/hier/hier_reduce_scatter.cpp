@@ -12,23 +12,23 @@ void hier_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const DType dtype = a.data.dtype;
   const size_t block = a.data.bytes(), es = dtype_size(dtype);
   const hier::HostOrder order(c.loc, block);
-  std::vector<char> all(order.total());
+  char* all = hier::scratch(0, order.total());
   for (int r = 0; r < c.loc.size(); ++r)
-    if (block) std::memcpy(all.data() + order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, block);
-  hier::host_reduce(c, 1, TensorView(all.data(), all.size() / es, dtype), 0, a.fn);
+    if (block) std::memcpy(all + order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, block);
+  hier::host_reduce(c, 1, TensorView(all, order.total() / es, dtype), 0, a.fn);
 
   const int host = c.loc.host();
-  std::vector<char> part(order.host_bytes(host));  // this host's blocks, summed over every host
+  char* part = hier::scratch(1, order.host_bytes(host));  // this host's blocks, summed over every host
   if (c.loc.is_leader()) {
     SubTransport leaders(c.net, c.loc.leaders());
-    std::vector<TensorView> by_host = order.hosts(all.data(), dtype);
-    reduce_scatter_ring(leaders, c.op, by_host, TensorView(part.data(), part.size() / es, dtype), a.fn);
+    std::vector<TensorView> by_host = order.hosts(all, dtype);
+    reduce_scatter_ring(leaders, c.op, by_host, TensorView(part, order.host_bytes(host) / es, dtype), a.fn);
   }
   if (c.loc.local_size() == 1) {
-    if (block) std::memcpy(a.data.data, part.data(), block);
+    if (block) std::memcpy(a.data.data, part, block);
     return;
   }
-  std::vector<TensorView> blocks = order.host_blocks(part.data(), host);
+  std::vector<TensorView> blocks = order.host_blocks(part, host);
   CollArgs s;
   s.data = TensorView(a.data.data, block, DType::U8);
   s.blocks = blocks;
