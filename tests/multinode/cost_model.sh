@@ -135,8 +135,9 @@ for rate in ${rates//,/ }; do
           for part in small large; do
             sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 1)
             [[ -n $sizes ]] || continue
-            bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" |
-              sed "s/^/$rate $layout $coll $algo /" >>"$rows"
+            bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
+              { cat "$WORK/bench.out"; exit 1; }
+            sed "s/^/$rate $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
           done
           sizes=$all_sizes
         done

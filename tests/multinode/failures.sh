@@ -72,39 +72,38 @@ done
 echo "ok: node 2 killed whole: nodes 0 and 1 ended within $((SECONDS - t0)) s naming it"
 passed=$((passed + 1))
 
-# 3. A cut cable: nothing breaks, nothing answers.
-SPMD_TIMEOUT=5 start_loop linkcut --rdzv-conf peer_timeout=8
-link_down 2
-t0=$SECONDS
-expect_end linkcut 0 30 ""
-expect_end linkcut 1 30 ""
-for i in 0 1; do
-  grep -qE 'FAILED|the job failed' "$WORK/linkcut.$i" || fail "linkcut: node $i printed no report: $(tail -30 "$WORK/linkcut.$i")"
-done
-# Timeouts cascade (a leader waiting for node 1's leader, which waits for node 2's), but the
-# rank that waited on node 2 says so, and its node's report carries it; or, first (its default
-# is half of SPMD_TIMEOUT), spmdrun's hang watch blames node 2's ranks.
-grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b|likely cause: ranks? [45]\b' \
-  "$WORK/linkcut.0" "$WORK/linkcut.1" ||
-  fail "linkcut: no worker named a rank of node 2: $(tail -30 "$WORK/linkcut.0" "$WORK/linkcut.1")"
-expect_end linkcut 2 60 ""
-link_up 2
-echo "ok: node 2's link cut: nodes 0 and 1 named its ranks, and all three nodes ended within $((SECONDS - t0)) s"
-passed=$((passed + 1))
+# cut_link NAME WHAT [env...]: the all_reduce loop (with env), node 2's cable cut: with
+# SPMD_TIMEOUT=5 a worker on nodes 0 or 1 names a rank of node 2 and all three nodes end.
+cut_link() {
+  local name=$1 what=$2
+  shift 2
+  local -x SPMD_TIMEOUT=5
+  local assignment
+  for assignment in "$@"; do local -x "$assignment"; done
+  start_loop "$name" --rdzv-conf peer_timeout=8
+  link_down 2
+  t0=$SECONDS
+  expect_end "$name" 0 30 ""
+  expect_end "$name" 1 30 ""
+  for i in 0 1; do
+    grep -qE 'FAILED|the job failed' "$WORK/$name.$i" || fail "$name: node $i printed no report: $(tail -30 "$WORK/$name.$i")"
+  done
+  # Timeouts cascade (a leader waiting for node 1's leader, which waits for node 2's), but the
+  # rank that waited on node 2 says so, and its node's report carries it; or, first (its
+  # default is half of SPMD_TIMEOUT), spmdrun's hang watch blames node 2's ranks.
+  grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b|likely cause: ranks? [45]\b' \
+    "$WORK/$name.0" "$WORK/$name.1" ||
+    fail "$name: no worker named a rank of node 2: $(tail -30 "$WORK/$name.0" "$WORK/$name.1")"
+  expect_end "$name" 2 60 ""
+  link_up 2
+  echo "ok: node 2's link cut$what: nodes 0 and 1 named its ranks, and all three nodes ended within $((SECONDS - t0)) s"
+  passed=$((passed + 1))
+}
 
+# 3. A cut cable: nothing breaks, nothing answers.
+cut_link linkcut ""
 # 4. The cut again, while hier runs pipelined (16 MiB: 8 chunks, the leaders' thread in the
 # network while the hosts reduce and broadcast).
-ALL_REDUCE_LOOP_FLOATS=4194304 SPMD_TIMEOUT=5 start_loop pipelined --rdzv-conf peer_timeout=8
-link_down 2
-t0=$SECONDS
-expect_end pipelined 0 30 ""
-expect_end pipelined 1 30 ""
-grep -qE 'spmd (PeerLost|Timeout): .*(from|to|rank) [45]\b|likely cause: ranks? [45]\b' \
-  "$WORK/pipelined.0" "$WORK/pipelined.1" ||
-  fail "pipelined: no worker named a rank of node 2: $(tail -30 "$WORK/pipelined.0" "$WORK/pipelined.1")"
-expect_end pipelined 2 60 ""
-link_up 2
-echo "ok: node 2's link cut during pipelined 16 MiB all_reduces: nodes 0 and 1 named its ranks, all ended within $((SECONDS - t0)) s"
-passed=$((passed + 1))
+cut_link pipelined " during pipelined 16 MiB all_reduces" ALL_REDUCE_LOOP_FLOATS=4194304
 
 echo "multinode failures: $passed passed, 0 failed"

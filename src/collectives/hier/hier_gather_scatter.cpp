@@ -12,74 +12,82 @@ namespace spmd::algo {
 
 namespace {
 
-struct Reps {
-  explicit Reps(const AlgoContext& c, int root) : all(hier::representatives(c.loc, root)) {
-    host = c.loc.host();
-    rep = all[static_cast<size_t>(host)];
-    root_host = c.loc.host_of[static_cast<size_t>(root)];
+// Where a gather's or scatter's blocks live on this rank: the root holds every host's blocks
+// (host by host), another representative its own host's, other ranks none.
+struct Place {
+  Place(const AlgoContext& c, const CollArgs& a)
+      : reps(hier::representatives(c.loc, a.root)),
+        host(c.loc.host()),
+        rep(reps[static_cast<size_t>(host)]),
+        root_host(c.loc.host_of[static_cast<size_t>(a.root)]),
+        block(a.data.bytes()),
+        order(c.loc, block),
+        i_root(c.loc.rank == a.root),
+        i_rep(c.loc.rank == rep),
+        buffer(hier::scratch(0, i_root ? order.total() : i_rep ? order.host_bytes(host) : 0)),
+        host_base(buffer + (i_root ? order.host_start(host) : 0)) {}
+
+  // This host's blocks (at the representative) as the local phase's blocks.
+  std::vector<TensorView> local_blocks() const {
+    return i_rep ? order.host_blocks(host_base, host) : std::vector<TensorView>{};
   }
-  std::vector<int> all;
+  // Every host's blocks (at the root) and this host's, for the representatives' phase.
+  std::vector<TensorView> by_host() const { return i_root ? order.hosts(buffer, DType::U8) : std::vector<TensorView>{}; }
+  TensorView this_host() const { return TensorView(host_base, order.host_bytes(host), DType::U8); }
+  // The shared-memory phase on this host, rooted at its representative.
+  void on_host(AlgoContext& c, uint16_t phase, const CollArgs& a, AlgoFn flat, AlgoFn single_copy) const {
+    std::vector<TensorView> local = local_blocks();
+    CollArgs h;
+    h.data = TensorView(a.data.data, block, DType::U8);
+    h.blocks = local;
+    h.root = hier::local_index(c.loc, rep);
+    hier::on_host(c, phase, h, c.cma && block >= hier::kLocalSingleCopyBlocks ? single_copy : flat);
+  }
+
+  std::vector<int> reps;
   int host, rep, root_host;
+  size_t block;
+  hier::HostOrder order;
+  bool i_root, i_rep;
+  char* buffer;
+  char* host_base;
 };
 
 }  // namespace
 
 void hier_gather(AlgoContext& c, const CollArgs& a) {
-  const Reps reps(c, a.root);
-  const size_t block = a.data.bytes();
-  const hier::HostOrder order(c.loc, block);
-  const bool i_root = c.loc.rank == a.root, i_rep = c.loc.rank == reps.rep;
-  // The root holds every host's blocks; another representative its own host's.
-  char* buffer = hier::scratch(0, i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
-  char* host_base = buffer + (i_root ? order.host_start(reps.host) : 0);
+  const Place at(c, a);
   if (c.loc.local_size() == 1) {
-    if (block) std::memcpy(host_base, a.data.data, block);
+    if (at.block) std::memcpy(at.host_base, a.data.data, at.block);
   } else {
-    std::vector<TensorView> local = i_rep ? order.host_blocks(host_base, reps.host) : std::vector<TensorView>{};
-    CollArgs g;
-    g.data = TensorView(a.data.data, block, DType::U8);
-    g.blocks = local;
-    g.root = hier::local_index(c.loc, reps.rep);
-    hier::on_host(c, 1, g, c.cma && block >= hier::kLocalSingleCopyBlocks ? shm_cma_gather : shm_flat_gather);
+    at.on_host(c, 1, a, shm_flat_gather, shm_cma_gather);
   }
-  if (i_rep) {
-    SubTransport view(c.net, reps.all);
+  if (at.i_rep) {
+    SubTransport view(c.net, at.reps);
     barrier_dissemination(view, c.op);
-    std::vector<TensorView> by_host = i_root ? order.hosts(buffer, DType::U8) : std::vector<TensorView>{};
-    gather_linear(view, c.op, TensorView(host_base, order.host_bytes(reps.host), DType::U8), by_host, reps.root_host);
+    gather_linear(view, c.op, at.this_host(), at.by_host(), at.root_host);
   }
-  if (i_root)
+  if (at.i_root)
     for (int r = 0; r < c.loc.size(); ++r)
-      if (block) std::memcpy(a.blocks[static_cast<size_t>(r)].data, buffer + order.of_rank(r), block);
+      if (at.block) std::memcpy(a.blocks[static_cast<size_t>(r)].data, at.buffer + at.order.of_rank(r), at.block);
   hier::host_barrier(c, 2);
 }
 
 void hier_scatter(AlgoContext& c, const CollArgs& a) {
-  const Reps reps(c, a.root);
-  const size_t block = a.data.bytes();
-  const hier::HostOrder order(c.loc, block);
-  const bool i_root = c.loc.rank == a.root, i_rep = c.loc.rank == reps.rep;
-  char* buffer = hier::scratch(0, i_root ? order.total() : i_rep ? order.host_bytes(reps.host) : 0);
-  char* host_base = buffer + (i_root ? order.host_start(reps.host) : 0);
-  if (i_root)
+  const Place at(c, a);
+  if (at.i_root)
     for (int r = 0; r < c.loc.size(); ++r)
-      if (block) std::memcpy(buffer + order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, block);
-  if (i_rep) {
-    SubTransport view(c.net, reps.all);
+      if (at.block) std::memcpy(at.buffer + at.order.of_rank(r), a.blocks[static_cast<size_t>(r)].data, at.block);
+  if (at.i_rep) {
+    SubTransport view(c.net, at.reps);
     barrier_dissemination(view, c.op);
-    std::vector<TensorView> by_host = i_root ? order.hosts(buffer, DType::U8) : std::vector<TensorView>{};
-    scatter_linear(view, c.op, by_host, TensorView(host_base, order.host_bytes(reps.host), DType::U8), reps.root_host);
+    scatter_linear(view, c.op, at.by_host(), at.this_host(), at.root_host);
   }
   if (c.loc.local_size() == 1) {
-    if (block) std::memcpy(a.data.data, host_base, block);
+    if (at.block) std::memcpy(a.data.data, at.host_base, at.block);
     return;
   }
-  std::vector<TensorView> local = i_rep ? order.host_blocks(host_base, reps.host) : std::vector<TensorView>{};
-  CollArgs s;
-  s.data = TensorView(a.data.data, block, DType::U8);
-  s.blocks = local;
-  s.root = hier::local_index(c.loc, reps.rep);
-  hier::on_host(c, 2, s, c.cma && block >= hier::kLocalSingleCopyBlocks ? shm_cma_scatter : shm_flat_scatter);
+  at.on_host(c, 2, a, shm_flat_scatter, shm_cma_scatter);
 }
 
 }  // namespace spmd::algo
