@@ -18,7 +18,7 @@ void hier_all_gather(AlgoContext& c, const CollArgs& a) {
 
   std::vector<TensorView> mine = order.host_blocks(all + order.host_start(host), host);
   if (c.loc.local_size() == 1) {
-    std::memcpy(mine[0].data, a.data.data, block);
+    if (block) std::memcpy(mine[0].data, a.data.data, block);
   } else {
     CollArgs g;
     g.data = TensorView(a.data.data, block, DType::U8);
