@@ -13,13 +13,14 @@
 
 #include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::algo {
 
 namespace {
 
-constexpr double kChunk = 128 << 10;  // the TCP transport's pipelining chunk
+constexpr double kChunk = tcp::TcpTransport::kChunkBytes;  // the TCP transport's pipelining chunk
 constexpr double kLocalSingleCopy = hier::kLocalSingleCopy;
 
 struct Flow {
