@@ -65,6 +65,11 @@ class Store {
 
   Duration timeout() const { return timeout_; }
   void set_timeout(Duration t) { timeout_ = t; }
+  // Abandons the client: a call blocked in another thread, and every later call, fails at once
+  // (Error PeerLost) instead of waiting out its timeout on a server that is gone. Thread-safe;
+  // the only call that may run concurrently with another. A store without connections has
+  // nothing to abandon.
+  virtual void interrupt() {}
 
  protected:
   Duration timeout_ = kDefaultTimeout;
@@ -227,6 +232,7 @@ class TcpStore : public Store {
   using Store::multi_get;
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
+  void interrupt() override;
   uint16_t port() const;  // the server's port (useful with is_server and port 0)
   // The numeric addresses of this client's connection: this host's end (how it reaches the
   // server) and the server's (as this host reaches it); "" when not connected.

@@ -7,7 +7,9 @@
 // the first request after a pause is sent synchronously, and a request the server says it
 // closed the connection before reading is sent again on a new connection.
 #include <poll.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -60,6 +62,10 @@ struct TcpStore::Impl {
   size_t unacked = 0;         // pipelined sets whose answers are not read yet
   std::string unacked_first;  // the oldest of them, for error messages
   Clock::time_point last_used{};  // when the connection last carried a request
+  // interrupt() runs in another thread while a call holds `mu`: it shuts the socket down
+  // (the blocked recv returns) under `fd_mu`, which guards only the socket's opening and closing.
+  std::atomic<bool> interrupted{false};
+  std::mutex fd_mu;
 
   explicit Impl(TcpStoreOptions o) : opts(std::move(o)) {
     if (opts.token.empty()) opts.token = env::get("SPMD_STORE_TOKEN").value_or("");
@@ -88,7 +94,13 @@ struct TcpStore::Impl {
 
   void connect(const Deadline& deadline) {
     drop_connection();
-    fd = net::connect_tcp(host, port, deadline, net::store_connect_options());
+    if (interrupted) raise(ErrorKind::PeerLost, "the store client of " + where() + " was abandoned (interrupted)");
+    Fd connected = net::connect_tcp(host, port, deadline, net::store_connect_options());
+    {
+      std::lock_guard<std::mutex> lock(fd_mu);
+      fd = std::move(connected);
+      if (interrupted) ::shutdown(fd.get(), SHUT_RDWR);  // interrupt() ran while connecting
+    }
     io_timeout = std::chrono::milliseconds(0);
     last_used = Clock::now();
     SPMD_LOG(Info) << "connected to the store server at " << where();
@@ -220,7 +232,10 @@ struct TcpStore::Impl {
   }
 
   void drop_connection() {
-    fd.reset();
+    {
+      std::lock_guard<std::mutex> lock(fd_mu);
+      fd.reset();
+    }
     unacked = 0;
     reader = wire::FrameReader(kMaxAnswer);
   }
@@ -424,6 +439,12 @@ void TcpStore::multi_set(const std::vector<std::string>& keys, const std::vector
 
 void TcpStore::append(const std::string& key, const Bytes& value) {
   impl_->call(make(Op::Append, {key}, {value}), timeout_);
+}
+
+void TcpStore::interrupt() {
+  impl_->interrupted = true;
+  std::lock_guard<std::mutex> lock(impl_->fd_mu);
+  if (impl_->fd) ::shutdown(impl_->fd.get(), SHUT_RDWR);
 }
 
 }  // namespace spmd

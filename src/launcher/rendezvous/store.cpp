@@ -29,6 +29,23 @@ constexpr milliseconds kLeaveAckTimeout{3000};
 // that caused it before it names its own: other nodes announce theirs as soon as they see it.
 constexpr milliseconds kConsequenceWait{3000};
 
+// Bounds a store client's calls for a scope: a node that is leaving (its job was stopped, or
+// it only acknowledges the end) must not spend a whole call timeout reconnecting to a store
+// host that has already gone, keeping this spmdrun, and its terminal, for nothing.
+class BoundedCalls {
+ public:
+  BoundedCalls(Store& store, milliseconds limit, bool active) : store_(store), saved_(store.timeout()) {
+    if (active) store_.set_timeout(std::min<milliseconds>(saved_, limit));
+  }
+  ~BoundedCalls() { store_.set_timeout(saved_); }
+  BoundedCalls(const BoundedCalls&) = delete;
+  BoundedCalls& operator=(const BoundedCalls&) = delete;
+
+ private:
+  Store& store_;
+  milliseconds saved_;
+};
+
 
 std::vector<std::string> split_fields(const std::string& s, char sep, size_t max_parts) {
   std::vector<std::string> parts;
@@ -249,6 +266,10 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
   if (store_unreachable_)
     return lost_store("the store at " + store_where() + " did not answer within " +
                       std::to_string(call_timeout().count() / 1000) + " s; is this node cut off from it?");
+  // A signal stops the whole job: every node gets it at about the same moment, and the store's
+  // host may be gone before this node says so.
+  BoundedCalls bounded(*store_, kLeaveAckTimeout,
+                       local.kind == Kind::Interrupted && local.signal != guard_lost_signal());
   try {
     if (local.kind == Kind::Succeeded) {
       if (count_up(*store_, key("done")) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
@@ -318,13 +339,10 @@ void StoreRendezvous::acknowledge(bool rejoin) {
   // A node that leaves only spares the store's host its wait (at most kAckTimeout): when that
   // host is gone already (the job was stopped), retrying to reach it for a whole call timeout
   // would keep this spmdrun, and its terminal, for nothing.
-  auto limit = store_->timeout();
-  if (!rejoin) store_->set_timeout(std::min(limit, kLeaveAckTimeout));
+  BoundedCalls bounded(*store_, kLeaveAckTimeout, !rejoin);
   try {
     store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
-    store_->set_timeout(limit);
   } catch (const Error& e) {
-    store_->set_timeout(limit);
     SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << message_of(e);
   }
 }

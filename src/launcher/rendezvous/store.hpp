@@ -139,6 +139,7 @@ class StoreRendezvous : public Rendezvous {
   bool finishing_ = false;  // finish() runs: "finished" is ours
   Fd stop_event_;  // eventfd: the watcher saw "over" (or lost the store)
   std::thread watcher_;
+  std::shared_ptr<Store> watcher_client_;  // interrupted when the store is found unreachable
   std::atomic<bool> watcher_quit_{false};
   std::mutex watcher_error_mu_;
   std::string watcher_error_;  // the store was lost

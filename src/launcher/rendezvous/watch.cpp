@@ -47,6 +47,7 @@ void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
     keys->beats.push_back(key("beat" + std::to_string(r)));
     keys->deads.push_back(key("dead" + std::to_string(r)));
   }
+  watcher_client_ = client;
   watcher_ = std::thread([this, client, keys] { watch(*client, *keys); });
 }
 
@@ -131,7 +132,11 @@ void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
 void StoreRendezvous::stop_watcher() {
   if (!watcher_.joinable()) return;
   watcher_quit_ = true;
+  // A store that did not answer the main thread will not answer the watcher either: its calls
+  // would each wait out their timeout before it looks at watcher_quit_.
+  if (store_unreachable_) watcher_client_->interrupt();
   watcher_.join();  // ends within one wait slice at worst; at once once "over" is set
+  watcher_client_.reset();
 }
 
 }  // namespace spmd::launcher

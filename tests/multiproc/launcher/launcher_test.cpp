@@ -195,6 +195,28 @@ TEST(Launcher, ANodeWhoseLauncherHangsIsFoundByItsMissingHeartbeat) {
   for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
 }
 
+// SIGTERM reaches every node of a job at about the same moment (head-node mode: each ssh
+// session hangs up); a node whose store host is already gone, or hangs, must still end
+// promptly rather than spend a whole call timeout (30 s here) trying to say it stopped.
+TEST(Launcher, ANodeStoppedWhileItsStoreHostHangsEndsWithoutWaitingACallTimeout) {
+  SleepingTwoNodes job({"--grace-period", "1"});
+  Launch& node0 = *job.node0;
+  Launch& node1 = *job.node1;
+  int launcher0 = launcher_of(node0.pid());  // it hosts the store
+  ASSERT_GT(launcher0, 0);
+  ::kill(launcher0, SIGSTOP);
+  node1.signal(SIGTERM);
+  Result r1 = node1.finish(20s);  // before: 30 s and more, a call timeout per store call
+  EXPECT_EQ(r1.code, 128 + SIGTERM) << r1.err;
+  EXPECT_NE(r1.err.find("spmdrun received SIGTERM and stopped the workers"), std::string::npos) << r1.err;
+  for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+  ::kill(launcher0, SIGCONT);
+  node0.signal(SIGTERM);
+  Result r0 = node0.finish();
+  EXPECT_NE(r0.code, 0) << r0.err;
+  expect_all_gone(r0.out);
+}
+
 TEST(Launcher, C10dTimeoutSaysWhoArrived) {
   Result r = run({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint",
                   "127.0.0.1:" + std::to_string(free_port()), "--rdzv-conf", "join_timeout=0.5",
