@@ -23,6 +23,11 @@ MN_SUBNET=10.77.0
 MN_RATE=${MN_RATE:-1gbit}                 # link rate in each direction ("" = unshaped)
 MN_BURST=${MN_BURST:-256kb}               # tbf bucket; must hold a few TSO segments
 MN_TBF_LATENCY=${MN_TBF_LATENCY:-20ms}    # tbf queue: how long a packet may wait before a drop
+# MN_DELAY (e.g. 200us, 2ms; "" = none): each node's cable runs through link_relay (a tap pair
+# with a process between them, MN_LINK_RELAY = its path) that holds every packet towards the
+# node that long. One way between two nodes: MN_DELAY; a round trip: twice that.
+MN_DELAY=${MN_DELAY:-}
+MN_LINK_RELAY=${MN_LINK_RELAY:-}
 MN_ID=""
 MN_NODES=0
 MN_BG_PIDS=()
@@ -86,6 +91,36 @@ mn_tbf() {  # NS DEV: shape DEV's egress
   tc -n "$1" qdisc replace dev "$2" root tbf rate "$MN_RATE" burst "$MN_BURST" latency "$MN_TBF_LATENCY"
 }
 
+# MN_DELAY in microseconds (200us, 0.2ms, 2ms, 2000).
+mn_delay_us() {
+  local v=$1
+  case $v in
+    *us) echo "${v%us}" ;;
+    *ms) awk -v m="${v%ms}" 'BEGIN { printf "%d", m * 1000 }' ;;
+    *) echo "$v" ;;
+  esac
+}
+
+# The relay that makes every node's cable (see MN_DELAY); it runs in the bridge's namespace,
+# so cluster_down stops it with everything else there.
+mn_start_relay() {
+  local nss=() i us out
+  [[ -x $MN_LINK_RELAY ]] || { echo "cluster_up: MN_DELAY needs MN_LINK_RELAY (link_relay's path), got '$MN_LINK_RELAY'"; return 1; }
+  us=$(mn_delay_us "$MN_DELAY")
+  for ((i = 0; i < MN_NODES; ++i)); do nss+=("$(mn_ns "$i")"); done
+  out=$(mktemp)
+  ip netns exec "$(mn_bridge_ns)" "$MN_LINK_RELAY" "$us" "$(mn_bridge_ns)" "${nss[@]}" >"$out" 2>&1 &
+  MN_BG_PIDS+=($!)
+  for ((i = 0; i < 100; ++i)); do
+    grep -q ready "$out" && { rm -f "$out"; return 0; }
+    kill -0 "${MN_BG_PIDS[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "cluster_up: link_relay did not start: $(cat "$out")"
+  rm -f "$out"
+  return 1
+}
+
 # cluster_up N: N nodes on one bridge. Registers cluster_down on EXIT, INT and TERM.
 cluster_up() {
   local n=$1 i ns br hosts
@@ -109,7 +144,11 @@ cluster_up() {
     ip netns add "$ns"
     mkdir -p "/etc/netns/$ns"
     printf '%s' "$hosts" >"/etc/netns/$ns/hosts"
-    ip link add eth0 netns "$ns" type veth peer name "v$i" netns "$br"
+  done
+  [[ -n $MN_DELAY ]] && { mn_start_relay || return 1; }
+  for ((i = 0; i < n; ++i)); do
+    ns=$(mn_ns "$i")
+    [[ -z $MN_DELAY ]] && ip link add eth0 netns "$ns" type veth peer name "v$i" netns "$br"
     ip -n "$br" link set "v$i" master br0
     ip -n "$br" link set "v$i" up
     ip -n "$ns" addr add "$(node_addr "$i")/24" dev eth0

@@ -9,7 +9,9 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [-s SIZES] [-n ITERS] [-r ROUNDS] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--out FILE.md]
+#   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
+#     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
 set -uo pipefail
@@ -22,6 +24,7 @@ while (($#)); do
   case $1 in
     --smoke) smoke=1 rates=1gbit layouts=3x2 sizes=1M,16M iters=3 rounds=1 collectives=all_reduce; shift ;;
     --rates) rates=$2; shift 2 ;;
+    --delay) export MN_DELAY=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     -s) sizes=$2; shift 2 ;;
     -n) iters=$2; shift 2 ;;
@@ -112,11 +115,18 @@ for s in ${sizes//,/ }; do
 done
 rows=$WORK/rows.txt
 : >"$rows"
+if [[ -n ${MN_DELAY:-} ]]; then  # show that the relay delays what it claims
+  rtt=$(on_node 1 ping -c 20 -i 0.05 -q "$(node_addr 0)" | awk -F' = ' '/^rtt/ {print $2}')
+  echo "== link delay $MN_DELAY one way: ping node1 -> node0, round trip min/avg/max/mdev $rtt"
+  awk -v r="$rtt" -v d="$(mn_delay_us "$MN_DELAY")" 'BEGIN { split(r, f, "/"); exit !(f[1] * 1000 >= 2 * d) }' ||
+    fail "the round trip ($rtt) is shorter than twice the delay $MN_DELAY"
+fi
 for rate in ${rates//,/ }; do
   set_rate "$rate"
+  label=$rate${MN_DELAY:++$MN_DELAY}  # the rows' "rate" field: 1gbit, or 1gbit+2ms with --delay
   net=$(calibrate) || exit 1
-  echo "== links $rate: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
-  echo "$rate calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
+  echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
   for layout in ${layouts//,/ }; do
     nodes=${layout%x*} nproc=${layout#*x}
     for coll in $collectives; do
@@ -137,14 +147,14 @@ for rate in ${rates//,/ }; do
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
-            sed "s/^/$rate $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
+            sed "s/^/$label $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
           done
           sizes=$all_sizes
         done
       done
       # The model's predictions for the same shape and links (default: the model's choice).
       "$SIM" -c "$coll" --nodes "$nodes" --ranks-per-node "$nproc" -s "$sizes" --net "$net" --csv |
-        awk -F, -v r="$rate" -v l="$layout" -v c="$coll" 'NR > 1 {
+        awk -F, -v r="$label" -v l="$layout" -v c="$coll" 'NR > 1 {
           print r, l, c, $4, $3, "predicted", $5; if ($6 == 1) print r, l, c, "default", $3, "predicted", $5, $4 }' >>"$rows"
     done
   done

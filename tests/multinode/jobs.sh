@@ -17,6 +17,7 @@ mn_setup() {
   TESTS_BIN=${SPMD_TESTS_BIN:-$BIN/../tests/bin}
   [[ -d $TESTS_BIN ]] && TESTS_BIN=$(cd "$TESTS_BIN" && pwd)
   SPMDRUN=$BIN/spmdrun
+  MN_LINK_RELAY=${MN_LINK_RELAY:-$TESTS_BIN/spmd_link_relay}
   local n=$2 tool
   shift 2
   cluster_require || exit 77

@@ -14,11 +14,12 @@ namespace spmd {
 namespace {
 
 constexpr int kPings = 4;  // the fastest round trip of these is the latency
-// The rate is the last of kBulks transfers of kBulk: the first ones may still be in TCP's slow
-// start, or ride a shaper's burst allowance (tc tbf, cloud links' credits), which the first
-// transfer drains. 1.5 MiB in all: 1.3 ms at 10 Gbit/s, 13 ms at 1 Gbit/s.
-constexpr size_t kBulk = 512 << 10;
-constexpr int kBulks = 3;
+// The rate is the difference between two transfers, kLarge and kSmall, each the fastest of
+// kRounds: both ride whatever burst allowance a shaper gives (tc tbf, cloud links' credits),
+// which refills while the word comes back over a long link, and both pay one round trip, so
+// the difference is the link's rate alone. 2.5 MiB in all: 2 ms at 10 Gbit/s, 21 ms at 1 Gbit/s.
+constexpr size_t kSmall = 256 << 10, kLarge = 1 << 20;
+constexpr int kRounds = 2;
 constexpr uint64_t kProbeSeq = uint64_t{1} << 62;  // point-to-point numbers no program reaches
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -50,8 +51,8 @@ algo::NetModel measure_links(Transport& t, Store& store, const std::string& pref
       recv_from(t, op, peer, data, bytes);
     };
     char word[8] = {};
-    std::vector<char> bulk(kBulk);
-    double rtt = 1e9, transfer = 0;
+    std::vector<char> bulk(kLarge);
+    double rtt = 1e9, small = 1e9, large = 1e9;
     for (int i = 0; i < kPings; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       if (me == a) {
@@ -63,20 +64,25 @@ algo::NetModel measure_links(Transport& t, Store& store, const std::string& pref
       }
       rtt = std::min(rtt, seconds_since(t0));
     }
-    for (int i = 0; i < kBulks; ++i) {  // the bulk one way, a word back: one latency each way
+    for (int i = 0; i < 2 * kRounds; ++i) {  // the bulk one way, a word back
+      const size_t bytes = i % 2 ? kLarge : kSmall;
       auto t0 = std::chrono::steady_clock::now();
       if (me == a) {
-        send(bulk.data(), bulk.size());
+        send(bulk.data(), bytes);
         recv(word, sizeof word);
       } else {
-        recv(bulk.data(), bulk.size());
+        recv(bulk.data(), bytes);
         send(word, sizeof word);
       }
-      transfer = seconds_since(t0);
+      double& fastest = i % 2 ? large : small;
+      fastest = std::min(fastest, seconds_since(t0));
     }
+    // Timer noise can leave no difference on a fast link: then the large transfer alone.
+    double rate = large - small > 0.1 * large ? static_cast<double>(kLarge - kSmall) / (large - small)
+                                               : static_cast<double>(kLarge) / std::max(large - rtt, 1e-7);
     if (me == a) {
       char text[64];
-      std::snprintf(text, sizeof text, "%a %a", rtt / 2, static_cast<double>(kBulk) / std::max(transfer - rtt, 1e-7));
+      std::snprintf(text, sizeof text, "%a %a", rtt / 2, rate);
       store.set(key, to_bytes(std::string(text)));
     }
   }
