@@ -255,6 +255,11 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
       break;
     case Collective::AllToAll:
       if (a == "pairwise") return s.pairwise(bytes / p);
+      if (a == "hier") {  // bytes: one rank's whole input; pack, gather, sort, exchange, sort, scatter, unpack
+        const double host_rows = s.per_host() * bytes;
+        return 2 * s.copy(bytes) + 2 * s.at_leader(host_rows) + 2 * s.copy(host_rows) +
+               lead.pairwise(s.per_host() * s.per_host() * bytes / p);
+      }
       break;
     case Collective::Barrier:
       if (a == "dissemination") return s.barrier();

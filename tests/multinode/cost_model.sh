@@ -19,7 +19,7 @@ source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
 rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0
-collectives="all_reduce broadcast reduce all_gather reduce_scatter gather scatter"
+collectives="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
 while (($#)); do
   case $1 in
     --smoke) smoke=1 rates=1gbit layouts=3x2 sizes=1M,16M iters=3 rounds=1 collectives=all_reduce; shift ;;

@@ -39,5 +39,6 @@ void hier_all_gather(AlgoContext& c, const CollArgs& a);
 void hier_reduce_scatter(AlgoContext& c, const CollArgs& a);
 void hier_gather(AlgoContext& c, const CollArgs& a);
 void hier_scatter(AlgoContext& c, const CollArgs& a);
+void hier_all_to_all(AlgoContext& c, const CollArgs& a);
 
 }  // namespace spmd::algo

@@ -188,8 +188,11 @@ inline void check_reduce_scatter(ProcessGroup& g, int world) {
 
 inline void check_all_to_all(ProcessGroup& g, int world, bool uneven_only_if_fits) {
   const auto p = static_cast<size_t>(world), me = static_cast<size_t>(g.rank());
-  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(300)})
+  // Every dtype at small sizes; then 16 KB blocks, which hier's local phases move single-copy
+  // from 4 ranks on (a rank's input still fits shm_flat's one slot of these tests' 128 KiB).
+  for (size_t n : {size_t(0), size_t(1), size_t(7), size_t(300), size_t(4000)})
     for (DType t : kAllDTypes) {
+      if (n == 4000 && t != DType::F32) continue;
       Buffer in(t, n * p), out(t, n * p);
       for (size_t j = 0; j < p; ++j)
         for (size_t i = 0; i < n; ++i) in.set(j * n + i, tag_of(g.rank() * 8 + static_cast<int>(j), i));

@@ -136,6 +136,10 @@ TEST(Select, AcrossHostsTheModelDecides) {
     EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 16, net_model()), "halving_doubling");
     EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 12, net_model()), "ring");
     EXPECT_EQ(cheapest_among_hosts(Collective::Broadcast, 64 << 20, 16, net_model()), "chain");
+    // all_to_all of small blocks among 8 hosts x 8 ranks: hier's one message per pair of hosts
+    // beats 63 steps that each pay the latency; large blocks are not worth four local copies.
+    EXPECT_EQ(std::string(select(Collective::AllToAll, 64 * 64, hosts(8, 8)).name), "hier");
+    EXPECT_EQ(std::string(select(Collective::AllToAll, 64 << 20, hosts(8, 8)).name), "pairwise");
   }
   {
     // A network faster than the hosts' memory: the local phases of hier no longer pay.
