@@ -30,6 +30,7 @@ void reduce_linear(Transport& t, const OpContext& op, TensorView data, int root,
 
 // --- all_gather: blocks[i] receives group rank i's block; our own block is already filled ---
 void allgather_ring(Transport& t, const OpContext& op, std::span<const TensorView> blocks);
+void allgather_bruck(Transport& t, const OpContext& op, std::span<const TensorView> blocks);
 
 // --- reduce_scatter: output = reduction over ranks of their inputs[rank] ---
 void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const TensorView> inputs, TensorView output,

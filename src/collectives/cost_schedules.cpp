@@ -179,6 +179,14 @@ class Schedule {
     return flows(fs);
   }
 
+  // Bruck's all_gather (allgather_bruck.cpp): at distance d = 1, 2, 4, ... every rank sends
+  // the blocks it holds, up to the P - held still missing; a copy in and out of its buffer.
+  double bruck(double block) const {
+    double t = copy(p_ * block);
+    for (int have = 1; have < p_; have *= 2) t += shift(have, std::min(have, p_ - have) * block);
+    return t;
+  }
+
   double pairwise(double block) const {
     double t = 0;
     for (int k = 1; k < p_; ++k) t += shift(k, block);
@@ -230,9 +238,12 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
       break;
     case Collective::AllGather:  // bytes: one block
       if (a == "ring") return s.ring(s.size() - 1, bytes);
-      if (a == "hier")  // gather at the leader, ring of hosts' blocks, broadcast, unpack
-        return s.at_leader(s.per_host() * bytes) + lead.ring(lead.size() - 1, s.per_host() * bytes) +
-               s.on_host(p * bytes) + s.copy(p * bytes);
+      if (a == "bruck") return s.bruck(bytes);
+      if (a == "hier") {  // gather at the leader, the cheapest phase among hosts, broadcast, unpack
+        const size_t host_bytes = static_cast<size_t>(s.per_host()) * raw;
+        return s.at_leader(s.per_host() * bytes) + among_hosts(c, host_bytes, lead, s) + s.on_host(p * bytes) +
+               s.copy(p * bytes);
+      }
       break;
     case Collective::Gather:
       if (a == "linear") return s.barrier() + s.star(bytes, true);
@@ -276,9 +287,11 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
 std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model) {
   static constexpr std::string_view kAllReduce[] = {"recursive_doubling", "halving_doubling", "ring"};
   static constexpr std::string_view kBroadcast[] = {"binomial", "chain"};
+  static constexpr std::string_view kAllGather[] = {"ring", "bruck"};
   std::span<const std::string_view> candidates;
   if (c == Collective::AllReduce) candidates = kAllReduce;
   if (c == Collective::Broadcast) candidates = kBroadcast;
+  if (c == Collective::AllGather) candidates = kAllGather;
   if (candidates.empty()) raise(ErrorKind::InvalidArgument, std::string("internal: no phase among hosts for ") + collective_name(c));
   const Schedule lead(Layout{hosts, 1}, model);
   std::string_view best = candidates.front();

@@ -85,6 +85,8 @@ const Algorithm kAlgorithms[] = {
     // --- all_gather, gather, scatter ---
     {Collective::AllGather, "ring", [](AlgoContext& c, const CollArgs& a) { allgather_ring(c.net, c.op, a.blocks); },
      kNeedNothing, "P-1 steps around a ring"},
+    {Collective::AllGather, "bruck", [](AlgoContext& c, const CollArgs& a) { allgather_bruck(c.net, c.op, a.blocks); },
+     kNeedNothing, "ceil(log2 P) steps, the blocks held doubling"},
     {Collective::Gather, "linear",
      [](AlgoContext& c, const CollArgs& a) { agree(c); gather_linear(c.net, c.op, a.data, a.blocks, a.root); },
      kNeedNothing, "every rank sends to the root at once"},

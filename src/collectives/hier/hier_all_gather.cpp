@@ -1,10 +1,12 @@
 // Hierarchical all_gather: each host gathers its ranks' blocks at its leader through shared
-// memory, the leaders all-gather whole hosts' blocks over TCP (a ring of one message per host
-// and step: the network carries each block once per link, not once per rank), and each leader
-// broadcasts every block to its host through shared memory. The blocks travel host by host in
-// one scratch buffer (HostOrder) and land in the caller's outputs at the end.
+// memory, the leaders all-gather whole hosts' blocks over TCP (one message per host and step,
+// around a ring or Bruck's log2 H steps as the cost model prices them: the network carries
+// each block once per link, not once per rank), and each leader broadcasts every block to its
+// host through shared memory. The blocks travel host by host in one scratch buffer (HostOrder)
+// and land in the caller's outputs at the end.
 #include <cstring>
 
+#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 
 namespace spmd::algo {
@@ -28,7 +30,14 @@ void hier_all_gather(AlgoContext& c, const CollArgs& a) {
   }
   if (c.loc.is_leader()) {
     SubTransport leaders(c.net, c.loc.leaders());
-    allgather_ring(leaders, c.op, order.hosts(all, DType::U8));
+    // Bruck's log2 H steps among many hosts while blocks are small, when every host's blocks
+    // are the same size (it sends several at once); the ring otherwise.
+    const bool even = c.loc.max_ranks_per_host() * c.loc.host_count() == c.loc.size();
+    const size_t host_bytes = order.host_bytes(host);
+    if (even && cheapest_among_hosts(Collective::AllGather, host_bytes, leaders.size(), model_or_default(c.model)) == "bruck")
+      allgather_bruck(leaders, c.op, order.hosts(all, DType::U8));
+    else
+      allgather_ring(leaders, c.op, order.hosts(all, DType::U8));
   }
   hier::host_broadcast(c, 2, TensorView(all, order.total(), DType::U8), 0);
   for (int r = 0; r < c.loc.size(); ++r) {

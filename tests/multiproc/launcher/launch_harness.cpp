@@ -1,5 +1,7 @@
 #include "launch_harness.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -259,5 +261,11 @@ std::string unique_marker() {
 }
 
 int free_port() { return spmd::test::free_port(); }
+
+void expect_all_gone(const std::string& out) {
+  auto pids = worker_pids(out);
+  EXPECT_FALSE(pids.empty());
+  for (int pid : pids) EXPECT_TRUE(process_gone(pid)) << "worker pid " << pid << " is still running";
+}
 
 }  // namespace spmd::launcher::testing

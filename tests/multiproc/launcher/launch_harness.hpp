@@ -64,6 +64,8 @@ std::vector<std::string> worker_sleeping_in_world(int sleep_world);
 std::vector<int> worker_pids(const std::string& out);
 // True when the process is gone (or a zombie nobody will reap: never ours).
 bool process_gone(int pid);
+// Expects the workers whose pids `out` lists (print_env's PID= lines) to be gone, and some.
+void expect_all_gone(const std::string& out);
 // Waits (pidfd + poll, with a deadline) until the process has exited; true if it did.
 bool wait_gone(int pid, std::chrono::milliseconds timeout);
 // Live (not zombie) processes whose environment holds NAME=VALUE (found by scanning /proc):

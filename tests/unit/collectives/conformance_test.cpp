@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
 #include "call/locality.hpp"
 #include "conformance_checks.hpp"
@@ -92,6 +93,22 @@ TEST(HierPipelined, AllReduceInChunks) {
         EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
       });
     }
+}
+
+// hier all_gather's phase among leaders by Bruck's algorithm: 4 hosts of 2 ranks over links of
+// 1 ms, where log2 4 = 2 steps beat the ring's 3 for small blocks (large ones keep the ring).
+TEST(HierAllGather, BruckAmongTheLeaders) {
+  const char* links = "net=1Gbit@1ms";
+  ::setenv("SPMD_NET", links, 1);  // the groups take it instead of measuring their links
+  algo::set_net_model_override(links);
+  ASSERT_EQ(algo::cheapest_among_hosts(Collective::AllGather, 2 * 7 * 8, 4, algo::net_model()), "bruck");
+  {
+    AlgoOverride force("all_gather=hier");
+    FakeHosts fake(4);
+    run_ranks(8, [&](ProcessGroup& g) { check(Collective::AllGather, g, 8); });
+  }
+  ::unsetenv("SPMD_NET");
+  algo::set_net_model_override("");
 }
 
 std::vector<uint16_t> every_algorithm() {

@@ -102,6 +102,14 @@ TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
   EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "chain", 1e8, Layout{3, 2}, m), 1e8 / 1e9, 2e-3);
 }
 
+TEST(CostModel, BruckPaysLog2PLatencies) {
+  NetModel m = bandwidth_only(1e9, 1e12);
+  m.net.latency_s = 1e-3;
+  // 5 ranks: distances 1, 2, 4 (1, 2 and 1 blocks of 100 bytes), and two local copies.
+  EXPECT_NEAR(*predict_seconds(Collective::AllGather, "bruck", 100, Layout{5, 1}, m), 3e-3 + 400e-9 + 500e-12, 1e-10);
+  EXPECT_NEAR(*predict_seconds(Collective::AllGather, "ring", 100, Layout{5, 1}, m), 4e-3 + 400e-9, 1e-10);
+}
+
 TEST(CostModel, LatencyAndMessagesCount) {
   NetModel m = bandwidth_only(1e9, 1e12);
   m.net.latency_s = 1e-3;
@@ -136,6 +144,10 @@ TEST(Select, AcrossHostsTheModelDecides) {
     EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 16, net_model()), "halving_doubling");
     EXPECT_EQ(cheapest_among_hosts(Collective::AllReduce, 64 << 20, 12, net_model()), "ring");
     EXPECT_EQ(cheapest_among_hosts(Collective::Broadcast, 64 << 20, 16, net_model()), "chain");
+    // all_gather among hosts: Bruck's log2 H latencies for small blocks on many hosts, the ring
+    // (no local copies) for large ones on a few.
+    EXPECT_EQ(cheapest_among_hosts(Collective::AllGather, 4 << 10, 512, net_model()), "bruck");
+    EXPECT_EQ(cheapest_among_hosts(Collective::AllGather, 64 << 20, 4, net_model()), "ring");
     // all_to_all of small blocks among 8 hosts x 8 ranks: hier's one message per pair of hosts
     // beats 63 steps that each pay the latency; large blocks are not worth four local copies.
     EXPECT_EQ(std::string(select(Collective::AllToAll, 64 * 64, hosts(8, 8)).name), "hier");
