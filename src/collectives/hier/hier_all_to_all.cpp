@@ -50,33 +50,33 @@ void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
 
   char* sorted = nullptr;  // the leader's outputs by local destination
   if (loc.is_leader()) {
-    std::vector<size_t> to(static_cast<size_t>(hosts) + 1), from(to.size());
+    // Where host g's message lies, sent and received alike: this host's L ranks times g's, both ways.
+    std::vector<size_t> at(static_cast<size_t>(hosts) + 1);
     for (int g = 0; g < hosts; ++g) {
       const size_t pair = static_cast<size_t>(mine) * loc.hosts[static_cast<size_t>(g)].size() * b;
-      to[static_cast<size_t>(g) + 1] = to[static_cast<size_t>(g)] + pair;
-      from[static_cast<size_t>(g) + 1] = from[static_cast<size_t>(g)] + pair;
+      at[static_cast<size_t>(g) + 1] = at[static_cast<size_t>(g)] + pair;
     }
-    char* outgoing = hier::scratch(1, to.back());
+    char* outgoing = hier::scratch(1, at.back());
     for (int g = 0; g < hosts; ++g) {
       const std::vector<int>& dst = loc.hosts[static_cast<size_t>(g)];
-      char* out = outgoing + to[static_cast<size_t>(g)];
+      char* out = outgoing + at[static_cast<size_t>(g)];
       for (int i = 0; i < mine; ++i)
         for (size_t j = 0; j < dst.size(); ++j, out += b)
           if (b) std::memcpy(out, gathered + static_cast<size_t>(i) * row + static_cast<size_t>(dst[j]) * b, b);
     }
-    char* incoming = hier::scratch(0, from.back());  // the gathered rows are packed already
+    char* incoming = hier::scratch(0, at.back());  // the gathered rows are packed already
     std::vector<TensorView> send, recv;
     for (int g = 0; g < hosts; ++g) {
       const auto ug = static_cast<size_t>(g);
-      send.emplace_back(outgoing + to[ug], to[ug + 1] - to[ug], DType::U8);
-      recv.emplace_back(incoming + from[ug], from[ug + 1] - from[ug], DType::U8);
+      send.emplace_back(outgoing + at[ug], at[ug + 1] - at[ug], DType::U8);
+      recv.emplace_back(incoming + at[ug], at[ug + 1] - at[ug], DType::U8);
     }
     SubTransport leaders(c.net, loc.leaders());
     alltoall_pairwise(leaders, c.op, send, recv);
     sorted = hier::scratch(1, static_cast<size_t>(mine) * row);  // the outgoing messages are sent
     for (int r = 0; r < p; ++r) {
       const int h = loc.host_of[static_cast<size_t>(r)], i = loc.local_index_of(r);
-      const char* src = incoming + from[static_cast<size_t>(h)] + static_cast<size_t>(i) * static_cast<size_t>(mine) * b;
+      const char* src = incoming + at[static_cast<size_t>(h)] + static_cast<size_t>(i) * static_cast<size_t>(mine) * b;
       for (int j = 0; j < mine; ++j)
         if (b) std::memcpy(sorted + static_cast<size_t>(j) * row + static_cast<size_t>(r) * b, src + static_cast<size_t>(j) * b, b);
     }
