@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# The measurements behind the default selection table (src/collectives/select.cpp): every
-# shared-memory algorithm of a collective forced with SPMD_ALGO, side by side, repetitions
-# interleaved, for P = 2 and 4; prints the median time per size and algorithm ([min–max]) and
-# marks the fastest. Run it on an idle machine.
+# The one-host grid behind the selection tables (src/collectives/select.cpp, spmd-tune's
+# tuned table): every shared-memory algorithm of a collective forced with SPMD_ALGO, the
+# built-in default (SPMD_TUNING=off) and, with --tuned FILE, the default reading that tuned
+# table, side by side, repetitions interleaved; prints the median time per size and row
+# ([min–max]), marks the fastest forced one, and counts the cells where each default is within
+# 10 % of it (and its worst ratio). Run it on an idle machine.
 #
-#   bench/thresholds.sh [--build DIR] [--nprocs "2 4"] [--reps N] [--iters N]
-#                       [--sizes 1K,4K,16K,64K,256K,1M,4M,16M] [--collectives all_reduce,...]
+#   bench/thresholds.sh [--build DIR] [--nprocs "2 4 8"] [--reps N] [--iters N] [--tuned FILE]
+#                       [--sizes 8,1K,16K,64K,256K,1M,4M,16M] [--collectives all_reduce,...]
 #                       [--out DIR]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build=$root/build nprocs="2 4" reps=3 iters=30 sizes=1K,4K,16K,64K,256K,1M,4M,16M out=""
-collectives=all_reduce,broadcast,all_gather,reduce_scatter
+build=$root/build nprocs="2 4 8" reps=3 iters=20 sizes=8,1K,16K,64K,256K,1M,4M,16M out="" tuned=""
+collectives=all_reduce,broadcast,reduce,all_gather,gather,scatter,reduce_scatter,all_to_all
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -21,21 +23,33 @@ while [[ $# -gt 0 ]]; do
     --sizes) sizes=$2; shift 2 ;;
     --collectives) collectives=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --tuned) tuned=$(realpath "$2"); shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "thresholds.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ -z $tuned || -r $tuned ]] || { echo "thresholds.sh: --tuned $tuned cannot be read" >&2; exit 2; }
 [[ -x $build/bin/spmd-bench && -x $build/bin/spmdrun ]] || { echo "thresholds.sh: build spmd-bench and spmdrun in $build first" >&2; exit 2; }
 out=${out:-$build/thresholds-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 csv=$out/raw.csv
 : >"$csv"
 
-# The shared-memory algorithms each collective has (collectives/registry.cpp).
+# The shared-memory algorithms each collective has (collectives/registry.cpp), then the
+# defaults: "default" (the built-in table) and "tuned" (the table --tuned names).
 algos_of() {
   case $1 in
     all_reduce) echo "shm_flat shm_rs_ag shm_cma" ;;
     *) echo "shm_flat shm_cma" ;;
+  esac
+  echo default
+  [[ -n $tuned ]] && echo tuned
+}
+run_one() {  # run_one ALGO COLLECTIVE P
+  case $1 in
+    default) SPMD_TUNING=off "${@:4}" ;;
+    tuned) SPMD_TUNING=$tuned "${@:4}" ;;
+    *) SPMD_TUNING=off SPMD_ALGO="$2=$1" "${@:4}" ;;
   esac
 }
 
@@ -44,7 +58,7 @@ for ((rep = 1; rep <= reps; ++rep)); do
   for p in $nprocs; do
     for c in ${collectives//,/ }; do
       for a in $(algos_of "$c"); do
-        SPMD_ALGO="$c=$a" timeout 300 "$build/bin/spmdrun" --nproc-per-node "$p" "$build/bin/spmd-bench" \
+        run_one "$a" "$c" "$p" timeout 300 "$build/bin/spmdrun" --nproc-per-node "$p" "$build/bin/spmd-bench" \
           -c "$c" -s "$sizes" -n "$iters" -w 5 --csv --no-header --name "$a" 2>/dev/null |
           sed -e 's/^\[[^]]*\]://' | grep -E "^$a," >>"$csv" ||
           echo "thresholds.sh: $c $a P=$p failed (rep $rep)" >&2
@@ -61,15 +75,32 @@ for r in csv.reader(open(sys.argv[1])):
 def fmt(ts):
     m = statistics.median(ts)
     return f"{m:.1f} [{min(ts):.1f}–{max(ts):.1f}]"
+DEFAULTS = ("default", "tuned")
+accept = {}
 for (coll, p), by_size in sorted(rows.items()):
-    algos = sorted({a for s in by_size.values() for a in s})
-    print(f"\n{coll}, P={p}: median µs per call [min–max over repetitions]; * = fastest\n")
+    algos = sorted({a for s in by_size.values() for a in s}, key=lambda a: (a in DEFAULTS, DEFAULTS.index(a) if a in DEFAULTS else 0, a))
+    print(f"\n{coll}, P={p}: median µs per call [min–max over repetitions]; * = fastest forced\n")
     print("| size | " + " | ".join(algos) + " |")
     print("|---|" + "---|" * len(algos))
     for size in sorted(by_size):
         med = {a: statistics.median(by_size[size][a]) for a in algos if a in by_size[size]}
-        best = min(med, key=med.get)
+        forced = {a: m for a, m in med.items() if a not in DEFAULTS}
+        if not forced: continue
+        best = min(forced, key=forced.get)
+        for d in DEFAULTS:
+            if d in med:
+                r = med[d] / forced[best]
+                accept.setdefault((d, p), []).append((r, f"{coll} {size}"))
         cells = [(fmt(by_size[size][a]) + (" *" if a == best else "")) if a in med else "—" for a in algos]
         print(f"| {size} | " + " | ".join(cells) + " |")
+if accept:
+    print("\nAcceptance: cells where the default is within 10 % of the fastest forced algorithm\n")
+    print("| default | P | within 10 % | within 1.5x | worst |")
+    print("|---|---|---|---|---|")
+    for (d, p), cells in sorted(accept.items()):
+        worst = max(cells)
+        ok = sum(r <= 1.10 for r, _ in cells)
+        ok15 = sum(r <= 1.5 for r, _ in cells)
+        print(f"| {d} | {p} | {ok}/{len(cells)} | {ok15}/{len(cells)} | {worst[0]:.2f}x ({worst[1]}) |")
 EOF
 echo "raw rows: $csv"

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "collectives/cost_model.hpp"
+#include "collectives/tuned_table.hpp"
 #include "common/byte_size.hpp"
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -150,7 +151,8 @@ std::string names_of(Collective c) {
 struct Tables {
   std::vector<Entry> overrides;
   std::string override_text;
-  std::vector<Entry> defaults[kCollectiveCount];
+  std::vector<Entry> defaults[kCollectiveCount];  // the machine's tuned entries first, then kDefaults
+  std::string tuned_path;                         // where the tuned entries came from ("" if none)
 };
 
 std::mutex g_mutex;                    // creating or replacing the tables
@@ -159,6 +161,42 @@ std::atomic<Tables*> g_tables{nullptr};  // read on every call without the lock
 // Tables replaced by set_algorithm_override stay alive: a rank thread may still hold a
 // reference returned by tables() (tests switch settings between worlds; a few bytes each).
 std::vector<std::unique_ptr<Tables>> g_retired;
+
+// The table spmd-tune measured on this machine goes before the built-in one (tuned_table.hpp).
+void prepend_tuned(Tables& t) {
+  const std::string path = tuned_table_path();
+  if (path.empty()) return;
+  std::optional<TunedTable> tuned = read_tuned_table(path);
+  if (!tuned) return;
+  if (tuned->machine != machine_key()) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      SPMD_LOG(Warn) << "the tuned selection table " << path << " was measured on another machine (" << tuned->machine
+                     << "; this one: " << machine_key() << "): the built-in table is used; run spmd-tune here to "
+                     << "measure this one";
+    return;
+  }
+  std::vector<int> measured[kCollectiveCount];
+  for (const TunedLine& l : tuned->lines) measured[static_cast<int>(l.collective)].push_back(l.ranks);
+  std::vector<Entry> front[kCollectiveCount];
+  for (const TunedLine& l : tuned->lines) {
+    const int c = static_cast<int>(l.collective);
+    const auto [lo, hi] = tuned_rank_range(l.ranks, measured[c]);
+    for (Entry e : parse(l.spec, "tuned selection table " + path, c)) {
+      if (!find(l.collective, e.name))
+        raise(ErrorKind::InvalidArgument, "tuned selection table " + path + " names '" + e.name + "' for " +
+                                              collective_name(l.collective) + ", which has: " + names_of(l.collective) +
+                                              " (rerun spmd-tune, delete the file, or set SPMD_TUNING=off)");
+      e.min_ranks = lo;
+      e.max_ranks = hi;
+      front[c].push_back(e);
+    }
+  }
+  for (int c = 0; c < kCollectiveCount; ++c) t.defaults[c].insert(t.defaults[c].begin(), front[c].begin(), front[c].end());
+  t.tuned_path = path;
+  SPMD_LOG(Info) << "selection on one host follows the tuned table " << path << " (" << tuned->lines.size()
+                 << " lines), then the built-in one";
+}
 
 Tables* make_tables(const std::string& override_spec) {
   auto t = std::make_unique<Tables>();  // freed if a spec is refused
@@ -171,6 +209,7 @@ Tables* make_tables(const std::string& override_spec) {
                                             "; the choices are: " + names_of(static_cast<Collective>(e.collective)));
   for (const DefaultSpec& d : kDefaults)
     t->defaults[static_cast<int>(d.collective)] = parse(d.spec, "default table", static_cast<int>(d.collective));
+  prepend_tuned(*t);
   auto resolve = [](std::vector<Entry>& entries) {
     for (Entry& e : entries)
       for (int c = 1; c < kCollectiveCount; ++c)
@@ -286,6 +325,8 @@ void ChoiceCache::explain(Collective c, size_t bytes, const GroupTraits& group, 
 }
 
 std::string algorithm_override() { return tables().override_text; }
+
+std::string tuned_table_in_use() { return tables().tuned_path; }
 
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> out;

@@ -62,6 +62,9 @@ void set_algorithm_override(const std::string& spec);
 // The setting in force ("" when automatic), e.g. for the group-creation agreement.
 std::string algorithm_override();
 
+// The tuned selection table this process reads (tuned_table.hpp); "" when none.
+std::string tuned_table_in_use();
+
 // Every "collective=name" accepted in SPMD_ALGO, for documentation and error messages.
 std::vector<std::string> algorithm_names();
 // The default table of a collective, as an SPMD_ALGO-style spec (for docs and spmd-bench).
