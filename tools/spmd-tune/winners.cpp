@@ -1,9 +1,24 @@
 #include "winners.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 namespace spmd_tune {
+
+namespace {
+
+// Whether `a` beat `b` in three rounds of four at size s (true when no rounds were kept).
+bool wins_most_rounds(const Timings& t, size_t s, size_t a, size_t b) {
+  if (s >= t.rounds.size()) return true;
+  const std::vector<double>& ra = t.rounds[s][a];
+  const std::vector<double>& rb = t.rounds[s][b];
+  size_t won = 0, n = std::min(ra.size(), rb.size());
+  for (size_t r = 0; r < n; ++r) won += ra[r] < rb[r];
+  return 4 * won >= 3 * n;
+}
+
+}  // namespace
 
 std::vector<size_t> winners(const Timings& t, const std::vector<size_t>& built_in, double tolerance) {
   if (t.algorithms.empty() || t.median.size() != t.sizes.size())
@@ -15,7 +30,9 @@ std::vector<size_t> winners(const Timings& t, const std::vector<size_t>& built_i
     for (size_t a = 1; a < row.size(); ++a)
       if (row[a] < row[b]) b = a;
     const size_t s = best.size();
-    if (s < built_in.size() && built_in[s] < row.size() && row[built_in[s]] <= row[b] * (1 + tolerance)) b = built_in[s];
+    if (s < built_in.size() && built_in[s] < row.size() && !std::isinf(row[built_in[s]]) &&
+        (row[built_in[s]] <= row[b] * (1 + tolerance) || !wins_most_rounds(t, s, b, built_in[s])))
+      b = built_in[s];
     best.push_back(b);
   }
   for (size_t i = 1; i + 1 < best.size(); ++i) {

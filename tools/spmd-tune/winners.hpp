@@ -13,12 +13,14 @@ struct Timings {
   std::vector<size_t> sizes;
   std::vector<std::string> algorithms;
   std::vector<std::vector<double>> median;  // [size][algorithm]; infinity: cannot run at that size
+  std::vector<std::vector<std::vector<double>>> rounds;  // [size][algorithm][round] (may be empty)
 };
 
 // Whoever is fastest at each size, except that
 // - the built-in table's choice (`built_in[size]`, an index; none: algorithms.size() or an
-//   empty vector) keeps its size unless another is faster by more than `tolerance`: a table
-//   measured on a noisy minute departs from the built-in one only where the machine clearly
+//   empty vector) keeps its size unless another is faster by more than `tolerance` in the
+//   medians and in three rounds of four (each round times both within moments): a table
+//   measured in a noisy minute departs from the built-in one only where the machine clearly
 //   says so;
 // - a lone winner between two sizes that agree on another algorithm yields to it when it is
 //   within `tolerance` of it, so one noisy size does not split a range.
