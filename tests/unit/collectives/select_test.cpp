@@ -5,6 +5,7 @@
 #include <string>
 
 #include "collectives/select.hpp"
+#include "select_helpers.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::algo {
@@ -14,15 +15,8 @@ namespace {
 // sets SPMD_TUNING=off too; this holds when the binary is run by hand).
 [[maybe_unused]] const bool kBuiltInTablesOnly = (::setenv("SPMD_TUNING", "off", 1), true);
 
-GroupTraits one_host(int ranks) {
-  GroupTraits g;
-  g.size = ranks;
-  g.max_ranks_per_host = ranks;
-  g.shm = g.host_shm = g.cma = ranks > 1;
-  return g;
-}
-
-std::string pick(Collective c, size_t bytes, const GroupTraits& g) { return select(c, bytes, g).name; }
+using select_testing::one_host;
+using select_testing::pick;
 
 struct OverrideGuard {
   explicit OverrideGuard(const std::string& spec) { set_algorithm_override(spec); }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectives/select.hpp"
+#include "select_helpers.hpp"
 #include "collectives/tuned_table.hpp"
 #include "spmd/error.hpp"
 #include "winners.hpp"
@@ -16,15 +17,8 @@
 namespace spmd::algo {
 namespace {
 
-GroupTraits one_host(int ranks) {
-  GroupTraits g;
-  g.size = ranks;
-  g.max_ranks_per_host = ranks;
-  g.shm = g.host_shm = g.cma = ranks > 1;
-  return g;
-}
-
-std::string pick(Collective c, size_t bytes, const GroupTraits& g) { return select(c, bytes, g).name; }
+using select_testing::one_host;
+using select_testing::pick;
 
 // A private folder for the table and SPMD_TUNING pointing into it for one test.
 class TunedTableTest : public ::testing::Test {
