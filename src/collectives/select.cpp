@@ -92,12 +92,6 @@ size_t parse_size(const std::string& where, const std::string& item, const std::
   return static_cast<size_t>(*bytes);
 }
 
-int collective_by_name(const std::string& name) {
-  for (int c = 1; c < kCollectiveCount; ++c)
-    if (name == collective_name(static_cast<Collective>(c))) return c;
-  return -1;
-}
-
 std::vector<Entry> parse(const std::string& spec, const std::string& where, int collective = -1) {
   std::vector<Entry> out;
   size_t start = 0;
@@ -325,6 +319,12 @@ void ChoiceCache::explain(Collective c, size_t bytes, const GroupTraits& group, 
 }
 
 std::string algorithm_override() { return tables().override_text; }
+
+int collective_by_name(const std::string& name) {
+  for (int c = 1; c < kCollectiveCount; ++c)
+    if (name == collective_name(static_cast<Collective>(c))) return c;
+  return -1;
+}
 
 std::string tuned_table_in_use() { return tables().tuned_path; }
 

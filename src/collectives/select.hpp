@@ -62,6 +62,9 @@ void set_algorithm_override(const std::string& spec);
 // The setting in force ("" when automatic), e.g. for the group-creation agreement.
 std::string algorithm_override();
 
+// The collective named `name` ("all_reduce"), as an int; -1 when none is.
+int collective_by_name(const std::string& name);
+
 // The tuned selection table this process reads (tuned_table.hpp); "" when none.
 std::string tuned_table_in_use();
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "collectives/select.hpp"
 #include "common/env.hpp"
 #include "common/fd.hpp"
 #include "common/files.hpp"
@@ -32,12 +33,6 @@ std::string cpu_model() {
     }
   }
   return "unknown";
-}
-
-int collective_of(const std::string& name) {
-  for (int c = 1; c < kCollectiveCount; ++c)
-    if (name == collective_name(static_cast<Collective>(c))) return c;
-  return -1;
 }
 
 [[noreturn]] void bad_line(const std::string& path, int number, const std::string& why) {
@@ -90,7 +85,7 @@ std::optional<TunedTable> read_tuned_table(const std::string& path) {
     }
     if (!(words >> collective >> l.spec) || (words >> extra))
       bad_line(path, number, "expected '<group size> <collective> <ranges>'");
-    int c = collective_of(collective);
+    int c = collective_by_name(collective);
     if (c < 0) bad_line(path, number, "'" + collective + "' is no collective");
     if (l.spec.find('@') != std::string::npos || l.spec.find('=') != std::string::npos)
       bad_line(path, number, "ranges name neither collectives nor group sizes (the line's first two words do)");

@@ -54,9 +54,9 @@ std::vector<std::string> tunable_collectives() {
 }
 
 spmd::Collective collective_of(const std::string& name) {
-  for (int c = 1; c < spmd::kCollectiveCount; ++c)
-    if (name == spmd::collective_name(static_cast<spmd::Collective>(c))) return static_cast<spmd::Collective>(c);
-  throw std::invalid_argument("no collective is named '" + name + "'");
+  const int c = spmd::algo::collective_by_name(name);
+  if (c < 0) throw std::invalid_argument("no collective is named '" + name + "'");
+  return static_cast<spmd::Collective>(c);
 }
 
 void choose_row(const std::string& collective, const std::string& row, const std::string& tuned_path) {
