@@ -74,4 +74,9 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 // binomial or chain). Every rank computes the same from the same model.
 std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model);
 
+// How many chunks hier all_reduce pipelines `bytes` (`count` elements) in on `layout` (its
+// largest host's rank count): the model's cheapest from 1 up to hier::pipeline_chunks' most.
+// The same on every rank, as the model is.
+int hier_all_reduce_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
+
 }  // namespace spmd::algo

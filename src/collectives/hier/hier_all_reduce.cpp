@@ -3,7 +3,7 @@
 // size and the number of hosts), and each leader broadcasts the result to its host through
 // shared memory. Inter-host traffic is one vector per host instead of one per rank.
 //
-// Pipelined in chunks (from 2 MiB, hier::pipeline_chunks): the leader's inter-host phase runs on
+// Pipelined in chunks (from 2 MiB, as many as the cost model prices cheapest): the leader's inter-host phase runs on
 // a thread of its own, chunk after chunk as the host finishes reducing it, while the host reduces
 // the next chunk and broadcasts the previous one, so the network does not wait for the local
 // phases (3 x 2 ranks over 1 Gbit/s, 16 MiB: they cost ~15 ms of ~200 unpipelined). Every rank of a
@@ -98,7 +98,8 @@ class LeadersThread {
 }  // namespace
 
 void hier_all_reduce(AlgoContext& c, const CollArgs& a) {
-  const int chunks = hier::pipeline_chunks(a.data, c.loc);
+  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
+  const int chunks = hier_all_reduce_chunks(a.data.bytes(), a.data.count, layout, model_or_default(c.model));
   if (chunks == 1) {
     hier::host_reduce(c, 1, a.data, 0, a.fn);
     if (c.loc.is_leader()) leaders_all_reduce(c, c.op, a.data, a.fn);

@@ -97,16 +97,14 @@ struct HostOrder {
 };
 
 // Pipelining (hier_all_reduce.cpp): chunks of at least kPipelineChunk bytes, at most
-// kPipelineChunks of them; one chunk (no pipeline) when no host has two ranks (no local phase
-// to hide). The same on every rank: it depends on the call and the group only.
+// kPipelineChunks of them, the cost model choosing the count up to this (hier_all_reduce_chunks);
+// one chunk (no pipeline) when no host has two ranks (no local phase to hide). The same on
+// every rank: it depends on the call, the group and the group's model only.
 constexpr size_t kPipelineChunk = 2 << 20;
 constexpr int kPipelineChunks = 8;
 inline int pipeline_chunks(size_t bytes, size_t count, int max_ranks_per_host) {
   if (max_ranks_per_host < 2 || count == 0) return 1;
   return static_cast<int>(std::clamp<size_t>(bytes / kPipelineChunk, 1, std::min<size_t>(kPipelineChunks, count)));
-}
-inline int pipeline_chunks(const TensorView& data, const Locality& loc) {
-  return pipeline_chunks(data.bytes(), data.count, loc.max_ranks_per_host());
 }
 // Chunk k of `chunks` near-equal ones, in whole elements.
 inline TensorView chunk_of(const TensorView& data, int chunks, int k) {

@@ -90,6 +90,40 @@ TEST(CostModel, RingMovesTwoPMinusOneOverPOfTheData) {
   EXPECT_NEAR(*predict_seconds(Collective::AllGather, "ring", 1e6, Layout{4, 1}, m), 3 * 1e6 / 1e9, 1e-9);
 }
 
+TEST(CostModel, ARingOverlapsOneHopsLatencyWithTheNextHopsTransfer) {
+  NetModel m = bandwidth_only(1e9, 1e12);
+  m.net.latency_s = 2e-3;
+  // One rank per host: every hop of the 4-step chain crosses a link, latency and bytes alike.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 3e5, Layout{3, 1}, m), 4 * (2e-3 + 1e5 / 1e9), 1e-9);
+  // 3 x 2: the data crosses a link on every other hop, so 10 steps wait for 5 latencies (the
+  // step-by-step sum, 10 of them, was 2.6x the 15.6 ms measured for 1 MiB with 2 ms links),
+  // and the first crossing waits behind the host's own first segment.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 6e5, Layout{3, 2}, m), 5 * (2e-3 + 1e5 / 1e9) + 1e5 / 1e9,
+              1e-6);  // (the local hops' copies at 1 TB/s: 0.1 us each)
+  // Segments that take longer than the latency: the interface carries one per step (10 of 10
+  // MB at 1 GB/s), the last one's latency on top.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 6e7, Layout{3, 2}, m), 10 * 1e7 / 1e9 + 2e-3, 1e-8);
+  // A ring of 65,534 steps (4,096 x 8), extrapolated from its steady rate: one latency per 8
+  // hops (the exact walk gives 8,192 of them; the extrapolation is within one).
+  const double long_ring = *predict_seconds(Collective::AllReduce, "ring", 32768, Layout{4096, 8}, m);
+  EXPECT_NEAR(long_ring, 8192 * (2e-3 + 1 / 1e9), 2e-3);
+}
+
+TEST(CostModel, HierChunksAsTheModelPricesThem) {
+  NetModel m = bandwidth_only(125e6, 3e9);
+  // Without latency the most chunks hide the most local work; with 2 ms links each chunk pays
+  // the leaders' ring latencies (6 on 4 hosts) and one chunk wins.
+  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m), 8);
+  EXPECT_EQ(hier_all_reduce_chunks(1 << 20, 1 << 18, Layout{4, 2}, m), 1);  // below one 2 MiB chunk
+  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 1}, m), 1);  // nothing local to hide
+  m.net.latency_s = 2e-3;
+  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m), 1);
+  m.net.latency_s = 50e-6;
+  const int k = hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m);
+  EXPECT_GT(k, 1);
+  EXPECT_LE(k, 8);
+}
+
 TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
   const NetModel m = bandwidth_only(1e9, 1e12);
   // Gather to rank 0 on 3 x 2: four blocks come in through host 0's interface.
