@@ -65,13 +65,18 @@ TEST_P(Conformance, FakedHosts) {
 
 // hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 2 MiB, the leaders' phase on a
 // thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
-// are not contiguous.
+// are not contiguous. Links of little latency, so that the model chooses the most chunks.
 TEST(HierPipelined, AllReduceInChunks) {
   AlgoOverride force("all_reduce=hier");
+  const char* links = "net=10Gbit@1us";
+  ::setenv("SPMD_NET", links, 1);  // the groups take it instead of measuring their links
+  algo::set_net_model_override(links);
   for (size_t n : {size_t{(5u << 20) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
     for (int hosts : {2, 3}) {
       FakeHosts fake(hosts);
       const int world = 2 * hosts;
+      EXPECT_EQ(algo::hier_all_reduce_chunks(n * 4, n, algo::Layout{hosts, 2}, algo::net_model()),
+                n < (8u << 20) / 4 ? 2 : 8);
       run_ranks(world, [&](ProcessGroup& g) {
         std::vector<float> v(n);
         std::vector<int32_t> m(n);
@@ -93,6 +98,8 @@ TEST(HierPipelined, AllReduceInChunks) {
         EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
       });
     }
+  ::unsetenv("SPMD_NET");
+  algo::set_net_model_override("");
 }
 
 // hier all_gather's phase among leaders by Bruck's algorithm: 4 hosts of 2 ranks over links of
