@@ -35,7 +35,7 @@ const char* kUsage =
     "  --collectives LIST   default: every collective with two or more shared-memory algorithms\n"
     "  --sizes LIST         bytes each rank contributes (as selection counts them: all_gather,\n"
     "                       gather, scatter one block; reduce_scatter, all_to_all the whole input)\n"
-    "                       default 64,256,1K,4K,16K,64K,256K,1M,4M,16M\n"
+    "                       default 64,256,1K,4K,16K,64K,256K,1M,4M,16M,64M\n"
     "  --reps N             rounds, every algorithm once per size in each (default 5; median)\n"
     "  --budget-ms MS       time one measurement aims at (default 20)\n"
     "  --out FILE           where to write (default: SPMD_TUNING, else\n"
@@ -47,12 +47,13 @@ const char* kUsage =
     "                       is within 10 %% of the fastest (sizes default to 8,1K,...,16M,64M)\n"
     "Lines of other group sizes already in the file are kept; this machine's CPU count and\n"
     "model head the file, and jobs on a machine that differs ignore it. SPMD_TUNING=off makes\n"
-    "jobs ignore it too. Run it on an idle machine: it takes a minute or two per group size.";
+    "jobs ignore it too. Run it on an idle machine: it takes about two minutes per group size.";
 
 struct Options {
   std::string nprocs;
   std::vector<std::string> collectives;
-  std::vector<size_t> sizes = {64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  std::vector<size_t> sizes = {64,       256,       1 << 10, 4 << 10, 16 << 10, 64 << 10,
+                               256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   int reps = 5;
   double budget_s = 0.02;
   std::string out;
