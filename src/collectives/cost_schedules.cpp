@@ -161,8 +161,9 @@ class Schedule {
       for (int i = 0; i < l; ++i) t = std::max({t, arrived[static_cast<size_t>(i)], sent[static_cast<size_t>(i)]});
       return t;
     };
-    // Long rings settle into a steady rate: follow the first kExact steps, then extrapolate
-    // over a whole number of hosts' worth of steps (spmd-sim prices 65,534-step rings).
+    // Long rings settle into a steady rate: follow the first `exact` steps, then extrapolate
+    // from the last `window` of them, a whole number of hosts' worth (spmd-sim prices
+    // 65,534-step rings).
     const int window = l * ((16 + l - 1) / l), exact = std::min(steps, 64 + 2 * window);
     double at_window_start = 0;
     for (int s = 0; s < exact; ++s) {
@@ -261,6 +262,7 @@ double hier_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule&
 // Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248).
 int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
+  if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
   const Schedule lead = s.leaders();
   int best = 1;
   double best_s = hier_pipelined(bytes, 1, lead, s);

@@ -91,8 +91,7 @@ on_each_node() {
 # 4 MiB single-copy broadcast on each node at once (the rate).
 calibrate() {
   local saved=$sizes n s t8 t4 h8 h4 ar8 b4
-  sizes=8,4M
-  # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 74-83 ms
+  # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
   # every prediction of a run. The best of two jobs, 10 warm-up calls each.

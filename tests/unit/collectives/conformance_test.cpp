@@ -63,14 +63,25 @@ TEST_P(Conformance, FakedHosts) {
   }
 }
 
+// Links described by SPMD_NET for the test's groups (they take it instead of measuring their
+// links) and for the process's model; both back to unset when it ends.
+struct Links {
+  explicit Links(const char* spec) {
+    ::setenv("SPMD_NET", spec, 1);
+    algo::set_net_model_override(spec);
+  }
+  ~Links() {
+    ::unsetenv("SPMD_NET");
+    algo::set_net_model_override("");
+  }
+};
+
 // hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 2 MiB, the leaders' phase on a
 // thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
 // are not contiguous. Links of little latency, so that the model chooses the most chunks.
 TEST(HierPipelined, AllReduceInChunks) {
   AlgoOverride force("all_reduce=hier");
-  const char* links = "net=10Gbit@1us";
-  ::setenv("SPMD_NET", links, 1);  // the groups take it instead of measuring their links
-  algo::set_net_model_override(links);
+  Links links("net=10Gbit@1us");
   for (size_t n : {size_t{(5u << 20) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
     for (int hosts : {2, 3}) {
       FakeHosts fake(hosts);
@@ -98,24 +109,18 @@ TEST(HierPipelined, AllReduceInChunks) {
         EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
       });
     }
-  ::unsetenv("SPMD_NET");
-  algo::set_net_model_override("");
 }
 
 // hier all_gather's phase among leaders by Bruck's algorithm: 4 hosts of 2 ranks over links of
 // 1 ms, where log2 4 = 2 steps beat the ring's 3 for small blocks (large ones keep the ring).
 TEST(HierAllGather, BruckAmongTheLeaders) {
-  const char* links = "net=1Gbit@1ms";
-  ::setenv("SPMD_NET", links, 1);  // the groups take it instead of measuring their links
-  algo::set_net_model_override(links);
+  Links links("net=1Gbit@1ms");
   ASSERT_EQ(algo::cheapest_among_hosts(Collective::AllGather, 2 * 7 * 8, 4, algo::net_model()), "bruck");
   {
     AlgoOverride force("all_gather=hier");
     FakeHosts fake(4);
     run_ranks(8, [&](ProcessGroup& g) { check(Collective::AllGather, g, 8); });
   }
-  ::unsetenv("SPMD_NET");
-  algo::set_net_model_override("");
 }
 
 std::vector<uint16_t> every_algorithm() {
