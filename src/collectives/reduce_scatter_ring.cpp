@@ -1,6 +1,9 @@
 // Ring reduce_scatter: P-1 steps; at step s a rank sends the partial sum of block r-s-1 (its
 // own input at s = 0) and receives block r-s-2, combining it with its input on the fly. The
-// inputs are never modified: partial sums live in two block-sized buffers used in turn.
+// inputs are never modified: partial sums live in two block-sized buffers used in turn, kept
+// per thread between calls: fresh ones per call fault in their pages as the sums land, on the
+// ring's critical path (3 x 2 ranks, 16 MiB, 1 Gbit/s + 2 ms: 199-237 ms against 119-123 with
+// the pages kept; the model says 116).
 #include <cstring>
 #include <vector>
 
@@ -17,7 +20,7 @@ void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const Tens
     if (output.data != input(0).data) std::memcpy(output.data, input(0).data, output.bytes());
     return;
   }
-  std::vector<char> acc[2];
+  thread_local std::vector<char> acc[2];
   const void* to_send = input(r - 1).data;
   size_t send_bytes = input(r - 1).bytes();
   for (int s = 0; s < p - 1; ++s) {
@@ -27,8 +30,9 @@ void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const Tens
     if (last) {
       dst = static_cast<char*>(output.data);
     } else {
-      acc[s % 2].resize(mine.bytes());
-      dst = acc[s % 2].data();
+      std::vector<char>& kept = acc[s % 2];
+      if (kept.size() < mine.bytes()) kept.resize(mine.bytes());
+      dst = kept.data();
     }
     const char* src = static_cast<const char*>(mine.data);
     SendPart out{(r + 1) % p, to_send, send_bytes};
