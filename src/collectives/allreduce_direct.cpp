@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -21,7 +22,8 @@ void allreduce_direct(Transport& t, const OpContext& op, TensorView data, Reduce
   auto seg_begin = [&](int i) { return segment_begin(n, p, i) * es; };
   const size_t mine_off = seg_begin(r), mine_bytes = seg_begin(r + 1) - mine_off;
 
-  std::vector<char> scratch(mine_bytes * static_cast<size_t>(p - 1));
+  thread_local std::vector<char> kept;
+  KeptScratch scratch(kept, mine_bytes * static_cast<size_t>(p - 1));
   std::vector<SendPart> sends;
   std::vector<RecvPart> recvs;
   for (int k = 1; k < p; ++k) {  // peers in the order r+1, r+2, ...: spreads the load

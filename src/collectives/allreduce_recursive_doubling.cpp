@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -36,7 +37,8 @@ void allreduce_recursive_doubling(Transport& t, const OpContext& op, TensorView 
     vrank = r - rem;
   }
   if (vrank >= 0) {
-    std::vector<char> theirs;
+    thread_local std::vector<char> kept;
+    KeptScratch theirs(kept, bytes);
     for (int mask = 1; mask < pow2; mask <<= 1) {
       int vpeer = vrank ^ mask;
       int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
@@ -44,7 +46,6 @@ void allreduce_recursive_doubling(Transport& t, const OpContext& op, TensorView 
       RecvPart in{peer, nullptr, bytes};
       // Our vector is still being sent while theirs arrives, so theirs lands in a copy and
       // is combined once the step is over (small vectors: the copy costs nothing).
-      theirs.resize(bytes);
       in.data = theirs.data();
       t.run({&out, 1}, {&in, 1}, op);
       fn(buf, buf, theirs.data(), data.count);

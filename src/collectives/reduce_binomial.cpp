@@ -2,9 +2,11 @@
 // so results are reproducible) and passes the sum to its parent; log2(P) rounds. Non-root
 // inputs stay untouched: partial sums live in a scratch copy.
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -14,7 +16,8 @@ void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int roo
   const int vr = (t.rank() - root + p) % p;
   auto real = [&](int v) { return (v + root) % p; };
   const size_t es = dtype_size(data.dtype), bytes = data.bytes();
-  std::vector<char> scratch;
+  thread_local std::vector<char> kept;
+  std::optional<KeptScratch> scratch;
   char* acc = static_cast<char*>(data.data);
   bool copied = vr == 0;  // the root accumulates in place
   for (int mask = 1; mask < p; mask <<= 1) {
@@ -24,8 +27,9 @@ void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int roo
     }
     if (vr + mask >= p) continue;
     if (!copied) {
-      scratch.assign(acc, acc + bytes);
-      acc = scratch.data();
+      scratch.emplace(kept, bytes);
+      std::memcpy(scratch->data(), acc, bytes);
+      acc = scratch->data();
       copied = true;
     }
     RecvPart in{real(vr + mask), nullptr, bytes};

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -16,7 +17,8 @@ void reduce_linear(Transport& t, const OpContext& op, TensorView data, int root,
     return;
   }
   const size_t bytes = data.bytes();
-  std::vector<char> scratch(bytes * static_cast<size_t>(p));
+  thread_local std::vector<char> kept;
+  KeptScratch scratch(kept, bytes * static_cast<size_t>(p));
   std::vector<RecvPart> ins;
   for (int i = 0; i < p; ++i)
     if (i != root) ins.push_back(RecvPart{i, scratch.data() + bytes * static_cast<size_t>(i), bytes});

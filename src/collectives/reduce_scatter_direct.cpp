@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -13,7 +14,8 @@ void reduce_scatter_direct(Transport& t, const OpContext& op, std::span<const Te
                            ReduceFn fn) {
   const int p = t.size(), r = t.rank();
   const size_t bytes = output.bytes();
-  std::vector<char> scratch(bytes * static_cast<size_t>(p));
+  thread_local std::vector<char> kept;
+  KeptScratch scratch(kept, bytes * static_cast<size_t>(p));
   std::vector<SendPart> sends;
   std::vector<RecvPart> recvs;
   for (int k = 1; k < p; ++k) {

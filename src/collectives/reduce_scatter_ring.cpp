@@ -1,13 +1,13 @@
 // Ring reduce_scatter: P-1 steps; at step s a rank sends the partial sum of block r-s-1 (its
 // own input at s = 0) and receives block r-s-2, combining it with its input on the fly. The
 // inputs are never modified: partial sums live in two block-sized buffers used in turn, kept
-// per thread between calls: fresh ones per call fault in their pages as the sums land, on the
-// ring's critical path (3 x 2 ranks, 16 MiB, 1 Gbit/s + 2 ms: 199-237 ms against 119-123 with
-// the pages kept; the model says 116).
+// between calls (kept_scratch.hpp says why).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -20,7 +20,11 @@ void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const Tens
     if (output.data != input(0).data) std::memcpy(output.data, input(0).data, output.bytes());
     return;
   }
-  thread_local std::vector<char> acc[2];
+  size_t block_bytes = 0;
+  for (const TensorView& b : inputs) block_bytes = std::max(block_bytes, b.bytes());
+  thread_local std::vector<char> kept[2];
+  KeptScratch acc0(kept[0], block_bytes), acc1(kept[1], block_bytes);
+  char* acc[2] = {acc0.data(), acc1.data()};
   const void* to_send = input(r - 1).data;
   size_t send_bytes = input(r - 1).bytes();
   for (int s = 0; s < p - 1; ++s) {
@@ -30,9 +34,7 @@ void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const Tens
     if (last) {
       dst = static_cast<char*>(output.data);
     } else {
-      std::vector<char>& kept = acc[s % 2];
-      if (kept.size() < mine.bytes()) kept.resize(mine.bytes());
-      dst = kept.data();
+      dst = acc[s % 2];
     }
     const char* src = static_cast<const char*>(mine.data);
     SendPart out{(r + 1) % p, to_send, send_bytes};

@@ -4,9 +4,11 @@
 // ranks return only once their representative took part. Inputs of ranks other than the root
 // stay untouched (a representative reduces into a scratch copy).
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "collectives/hier/hier_common.hpp"
+#include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
 
@@ -14,11 +16,13 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
   std::vector<int> reps = hier::representatives(c.loc, a.root);
   const int rep = reps[static_cast<size_t>(c.loc.host())];
   const bool i_rep = rep == c.loc.rank, i_root = a.root == c.loc.rank;
-  std::vector<char> scratch;
+  thread_local std::vector<char> kept;
+  std::optional<KeptScratch> scratch;
   TensorView mine = a.data;
   if (i_rep && !i_root) {  // our partial result must not overwrite our input
-    scratch.assign(static_cast<const char*>(a.data.data), static_cast<const char*>(a.data.data) + a.data.bytes());
-    mine.data = scratch.data();
+    scratch.emplace(kept, a.data.bytes());
+    std::memcpy(scratch->data(), a.data.data, a.data.bytes());
+    mine.data = scratch->data();
   }
   hier::host_reduce(c, 1, mine, hier::local_index(c.loc, rep), a.fn);
   if (i_rep) {
