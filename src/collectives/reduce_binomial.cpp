@@ -28,7 +28,7 @@ void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int roo
     if (vr + mask >= p) continue;
     if (!copied) {
       scratch.emplace(kept, bytes);
-      std::memcpy(scratch->data(), acc, bytes);
+      if (bytes != 0) std::memcpy(scratch->data(), acc, bytes);  // an empty one may be null
       acc = scratch->data();
       copied = true;
     }

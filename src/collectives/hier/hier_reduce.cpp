@@ -21,7 +21,7 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
   TensorView mine = a.data;
   if (i_rep && !i_root) {  // our partial result must not overwrite our input
     scratch.emplace(kept, a.data.bytes());
-    std::memcpy(scratch->data(), a.data.data, a.data.bytes());
+    if (a.data.bytes() != 0) std::memcpy(scratch->data(), a.data.data, a.data.bytes());  // may be null
     mine.data = scratch->data();
   }
   hier::host_reduce(c, 1, mine, hier::local_index(c.loc, rep), a.fn);
