@@ -22,8 +22,10 @@ void reduce_scatter_ring(Transport& t, const OpContext& op, std::span<const Tens
   }
   size_t block_bytes = 0;
   for (const TensorView& b : inputs) block_bytes = std::max(block_bytes, b.bytes());
+  // Step s sums into buffer s % 2 except at the last step (into the output): P = 2 needs
+  // neither, P = 3 only the first.
   thread_local std::vector<char> kept[2];
-  KeptScratch acc0(kept[0], block_bytes), acc1(kept[1], block_bytes);
+  KeptScratch acc0(kept[0], p > 2 ? block_bytes : 0), acc1(kept[1], p > 3 ? block_bytes : 0);
   char* acc[2] = {acc0.data(), acc1.data()};
   const void* to_send = input(r - 1).data;
   size_t send_bytes = input(r - 1).bytes();

@@ -92,8 +92,9 @@ constexpr size_t kMaxHeldBytes = 256u << 20;        // per link; beyond it frame
 
 // One link's relay, on a thread of its own: its frames cross the kernel's stack in this
 // thread (a tap write runs the receiving side's bridge, shaping and TCP), so with one thread for
-// all links the relay itself became the bottleneck: a full core at 30-45 MB/s per link on
-// 4 nodes, ring all_reduce 16 MiB on 4 x 2 at 0.68-1.0 s against 0.25 s in calmer spells.
+// all links the relay itself became the bottleneck in spells: a full core at 30-47 MB/s per link
+// on 4 nodes; ring all_reduce 16 MiB on 4 x 2, 1 Gbit/s + 2 ms, took 0.25-1.04 s over 42 jobs
+// (0.28-0.33 s in 6 with a thread per link).
 void relay_link(Link& link, uint64_t delay_ns) {
   Fd ep(epoll_create1(EPOLL_CLOEXEC)), timer(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   if (ep.fd < 0 || timer.fd < 0) die("epoll/timerfd");
