@@ -6,6 +6,7 @@
 // of the two classes. Schedules follow the algorithms' files (the same partners, the same
 // bytes); a change to an algorithm's pattern is a change here too.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -13,14 +14,15 @@
 
 #include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
-#include "transport/tcp/tcp_transport.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd::algo {
 
 namespace {
 
-constexpr double kChunk = tcp::TcpTransport::kChunkBytes;  // the TCP transport's pipelining chunk
+// What a forwarding rank passes on at a time: what one read returns as data arrives (a few
+// TCP segments), not the transport's 128 KiB chunk.
+constexpr double kForwardGranule = 16 << 10;
 constexpr double kLocalSingleCopy = hier::kLocalSingleCopy;
 
 struct Flow {
@@ -182,14 +184,16 @@ class Schedule {
   }
 
   // Binomial tree from `root` = 0 (broadcast_binomial.cpp, reduce_binomial.cpp): rank v's
-  // parent is v minus its lowest set bit. Pipelined (broadcast: every edge at once, depth
-  // latencies) or level by level (reduce: partial results wait for the children, lowest bit
-  // first).
+  // parent is v minus its lowest set bit. Pipelined (broadcast: every edge at once, as many
+  // latencies as the deepest rank has ancestors: the most set bits of any rank, 1 on 3 ranks,
+  // not the 2 levels) or level by level (reduce: partial results wait for the children,
+  // lowest bit first).
   double binomial(double bytes, bool pipelined) const {
     std::vector<Flow> all;
     double t = 0;
     int depth = 0;
-    for (int bit = 1; bit < p_; bit *= 2, ++depth) {
+    for (int v = 1; v < p_; ++v) depth = std::max(depth, std::popcount(static_cast<unsigned>(v)));
+    for (int bit = 1; bit < p_; bit *= 2) {
       std::vector<Flow> level;  // the edges whose child's lowest set bit is `bit`
       for (int v = bit; v < p_; v += 2 * bit) level.push_back({v - bit, v, bytes});
       if (!pipelined) t += flows(level);
@@ -198,17 +202,21 @@ class Schedule {
     return pipelined ? flows(all, depth) : t;
   }
 
-  // Pipelined chain 0 -> 1 -> ... -> P-1: every link carries the message at once, plus the
-  // pipeline's fill (one chunk per link but the last).
+  // Pipelined chain 0 -> 1 -> ... -> P-1 (broadcast_chain.cpp): every link carries the message
+  // at once; each rank forwards bytes as they arrive, so the message waits at each hop for
+  // that hop's latency and one cut-through granule (kForwardGranule), not a whole chunk
+  // (64 KiB over 3 x 1 at 100 Mbit/s: 5.5 ms measured, one transfer; one 128 KiB chunk of
+  // fill per hop predicted 12.7 ms, and the model chose the binomial tree at 11.0 ms).
   double chain(double bytes) const {
     std::vector<Flow> fs;
-    double fill = 0;
+    double wait = 0;
+    const double granule = std::min(bytes, kForwardGranule);
     for (int r = 0; r + 1 < p_; ++r) {
       fs.push_back({r, r + 1, bytes});
-      if (r + 2 < p_)
-        fill += std::min(bytes, kChunk) / (host(r) == host(r + 1) ? m_.host.bytes_per_s : m_.net.bytes_per_s);
+      const LinkClass& c = host(r) == host(r + 1) ? m_.host : m_.net;
+      wait += c.latency_s + (r + 2 < p_ ? granule / c.bytes_per_s : 0.0);
     }
-    return flows(fs, p_ - 1) + fill;
+    return flows(fs, 0) + wait;
   }
 
   // Every rank but 0 sends to 0 (to_root) or 0 sends to every rank, all at once.
@@ -377,6 +385,9 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
                                       const NetModel& model) {
   if (layout.hosts < 1 || layout.per_host < 1) return std::nullopt;
   if (layout.ranks() == 1) return 0.0;
+  // One rank per host: hier is its phase among hosts, a flat algorithm ranked on its own (the
+  // two tied, and the registry's order gave hier the choice that the grid cannot force there).
+  if (layout.per_host == 1 && algorithm == "hier") return std::nullopt;
   return predict(c, algorithm, static_cast<double>(bytes), bytes, Schedule(layout, model));
 }
 

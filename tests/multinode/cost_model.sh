@@ -199,11 +199,17 @@ report=$(awk '
       printf "ROW| %s | %s | %s | %s%s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4],
         (k in choice) ? " (" choice[k] ")" : "", f[5], med[k], (k in pred) ? sprintf("%.1f", pred[k]) : "-",
         (k in pred) ? sprintf("%+.0f%%", err) : "-" }
-    for (c in dflt) { dcells++; ratio = dflt[c] / best[c]; if (ratio <= 1.10) dmet++; if (ratio > worst) { worst = ratio; worst_cell = c " (best " best_algo[c] ")" } }
+    for (c in dflt) { dcells++; ratio = dflt[c] / best[c]; if (ratio <= 1.10) dmet++; if (ratio > worst) { worst = ratio; worst_cell = c " (best " best_algo[c] ")" }
+      # judged by its choice: the forced row of the algorithm the model picks (the default row
+      # and that row time the same algorithm in different jobs; what differs is noise)
+      split(c, f, " "); base = f[1] " " f[2] " " f[3]; pk = base " default " f[4]; fk = base " " choice[pk] " " f[4]
+      if (pk in choice && fk in med) { ccells++; cr = med[fk] / best[c]
+        if (cr <= 1.10) cmet++; if (cr <= 1.5) c15++; if (cr > cworst) { cworst = cr; cworst_cell = c " (" choice[pk] ", best " best_algo[c] ")" } } }
     for (c in meas) { mcells++; if (meas[c] / best[c] <= 1.10) mmet++; if (meas[c] / best[c] > mworst) { mworst = meas[c] / best[c]; mworst_cell = c " (best " best_algo[c] ")" } }
     printf "SUMMARY predictions within 25%% of the measured median: %d of %d\n", within, cells
     printf "SUMMARY default with the links measured by the group itself (no SPMD_NET) within 10%% of the best: %d of %d cells; worst %.2fx at %s\n", mmet, mcells, mworst, mworst_cell
     printf "SUMMARY default within 10%% of the best forced algorithm: %d of %d cells; worst %.2fx at %s\n", dmet, dcells, worst, worst_cell
+    printf "SUMMARY default judged by its choice (the forced row of the algorithm it picks) within 10%% of the best: %d of %d cells, within 1.5x %d; worst %.2fx at %s\n", cmet, ccells, c15, cworst, cworst_cell
     for (c in hier) if (c in ring) { split(c, f, " "); if (f[4] >= 1048576) {
       split(f[2], lay, "x"); h = lay[1]; link = 2 * (h - 1) / h * f[4] / hier[c]  # MB/s each link carries
       printf "SUMMARY hier vs flat ring, %s: %.2fx (hier %.0f us, ring %.0f us); hier inter-host phase %.1f MB/s = %.0f%% of send/recv (%s MB/s)\n",

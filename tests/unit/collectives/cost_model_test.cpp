@@ -136,6 +136,29 @@ TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
   EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "chain", 1e8, Layout{3, 2}, m), 1e8 / 1e9, 2e-3);
 }
 
+TEST(CostModel, TreesAndChainsWaitForTheHopsTheyHave) {
+  NetModel m = bandwidth_only(12.5e6, 1e12);
+  m.net.latency_s = 1e-3;
+  // A binomial broadcast on 3 ranks sends from the root to both: one latency (two levels of
+  // the tree, but no rank below another's child); on 4, rank 3 is rank 2's child: two.
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "binomial", 0, Layout{3, 1}, m), 2e-3 + 1e-3, 1e-9);
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "binomial", 0, Layout{4, 1}, m), 2e-3 + 2e-3, 1e-9);
+  // A chain forwards bytes as they arrive: 64 KiB over 3 hosts at 100 Mbit/s is one transfer,
+  // a cut-through granule of fill and the two hops' latencies (measured 5.5 ms in a loop),
+  // below the tree whose root sends it twice (11.0 ms).
+  const double chain = *predict_seconds(Collective::Broadcast, "chain", 65536, Layout{3, 1}, m);
+  const double barrier = 2e-3;
+  EXPECT_NEAR(chain, barrier + 65536 / 12.5e6 + (16 << 10) / 12.5e6 + 2e-3, 1e-9);
+  EXPECT_LT(chain, *predict_seconds(Collective::Broadcast, "binomial", 65536, Layout{3, 1}, m));
+  // Its hops within a host wait for the host's latency, not the network's (after the
+  // agreement's 3 rounds on 6 ranks, each crossing a link).
+  m.host.latency_s = 1e-6;
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "chain", 0, Layout{3, 2}, m), 3e-3 + 2e-3 + 3e-6, 1e-9);
+  // One rank per host: hier is its own phase among hosts, not ranked beside it.
+  EXPECT_FALSE(predict_seconds(Collective::Broadcast, "hier", 65536, Layout{3, 1}, m).has_value());
+  EXPECT_TRUE(predict_seconds(Collective::Broadcast, "hier", 65536, Layout{3, 2}, m).has_value());
+}
+
 TEST(CostModel, BruckPaysLog2PLatencies) {
   NetModel m = bandwidth_only(1e9, 1e12);
   m.net.latency_s = 1e-3;
