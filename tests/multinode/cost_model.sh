@@ -221,6 +221,16 @@ table=$(echo "| rate | layout | collective | algorithm | size | measured us | pr
   grep '^SUMMARY' <<<"$report" | sed 's/^SUMMARY /- /')
 echo "$table"
 [[ -n $out ]] && { echo "$table" >"$out"; echo "table written to $out"; }
+# The same table judged again by cost_model_rescore.sh (no jobs): its predictions and choices
+# are spmd-sim's, so its counts must be the ones above.
+if ((smoke)); then
+  echo "$table" >"$WORK/grid.md"
+  again=$(bash "$(dirname "$0")/cost_model_rescore.sh" "$BIN" "$WORK/grid.md" "$label=$net") ||
+    fail "cost_model_rescore.sh failed on the smoke grid: $again"
+  echo "rescored: $again"
+  grep -qE '^from 1 MiB: .* predictions within 25%: [0-9]+ of 4$' <<<"$again" ||
+    fail "cost_model_rescore.sh did not judge the smoke grid's 4 forced rows: $again"
+fi
 
 # SPMD_DEBUG=INFO says the model and each choice with the predictions (rank 0 of the group).
 info_job() {
