@@ -6,8 +6,8 @@
 # change to the model is weighed against every measured cell in a second, before a new grid.
 #
 # Usage: cost_model_rescore.sh BIN_DIR TABLE.md LABEL=SPMD_NET... [--changes]
-#   LABEL: a rate column of the table (1gbit, 1gbit+2ms, ...); SPMD_NET: the links its run
-#   measured (cost_model.sh prints them: "== links LABEL: measured SPMD_NET=...")
+#   LABEL: a rate column of the table (1gbit, 1gbit+2ms, ...), the rows judged; SPMD_NET: the
+#   links its run measured (cost_model.sh prints them: "== links LABEL: measured SPMD_NET=...")
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
 # A hier row was measured with the phase among hosts that the model chose then: where the
@@ -35,9 +35,9 @@ rows=$(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { for (i = 2; i <= 9; ++i) gsub(/^ +| +
   if ($5 !~ /^(default|measured)/) print $2, $3, $4, $5, $6, $7
   else if ($5 ~ /^default/) { c = $5; sub(/^default \(/, "", c); sub(/\)$/, "", c); print $2, $3, $4, "TABLE_CHOICE", $6, c } }' "$table")
 [[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows in $table"; exit 2; }
-for label in $(cut -d' ' -f1 <<<"$rows" | sort -u); do
-  [[ -n ${nets[$label]:-} ]] || { echo "cost_model_rescore.sh: no SPMD_NET given for $label (pass $label=net=...)"; exit 2; }
-done
+# Only the labels given are judged (docs/cost_model_grid.md holds several runs, one label each).
+rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 1; i <= n; ++i) keep[l[i]] = 1 } $1 in keep' <<<"$rows")
+[[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows of ${!nets[*]} in $table (its labels: $(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { gsub(/ /, "", $2); print $2 }' "$table" | sort -u | paste -sd' '))"; exit 2; }
 
 # spmd-sim's rows for every (label, layout, collective) of the table: "label layout coll algo size SIM us chosen"
 sims=$(cut -d' ' -f1-3 <<<"$rows" | sort -u | while read -r label layout coll; do
