@@ -90,7 +90,7 @@ on_each_node() {
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 ar8 b4
+  local saved=$sizes n s t8 t4 h8 h4 ar8 b4 x4
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
@@ -109,13 +109,19 @@ calibrate() {
   sizes=8,4M
   n=$(on_each_node cal_host 2 sendrecv SPMD_SHM=0 | tr '\n' ' ')
   read -r s h8 s h4 <<<"$n"
+  # shm: the best of two jobs too, with the same warm-up; one job of 5 calls after one warm-up
+  # read 361 MB/s with unshaped links (8 ranks and the links' traffic on 2 cores), where the
+  # shaped runs of the day read 540-10541, and the model then priced hier's local phases at
+  # 64 KiB 4-8x what they took.
+  sizes=4M b4=""
+  for try in 1 2; do
+    read -r s x4 <<<"$(on_each_node cal_shm 2 broadcast SPMD_ALGO=broadcast=shm_cma | tr '\n' ' ')"
+    if [[ -z $b4 ]] || awk -v a="$x4" -v b="$b4" 'BEGIN { exit !(a < b) }'; then b4=$x4; fi
+  done
   warm=1 iters=$given_iters
   sizes=8
   n=$(bench cal_lat "$max_nodes" 1 all_reduce SPMD_ALGO=all_reduce=ring | tr '\n' ' ')
   read -r s ar8 <<<"$n"
-  sizes=4M
-  n=$(on_each_node cal_shm 2 broadcast SPMD_ALGO=broadcast=shm_cma | tr '\n' ' ')
-  read -r s b4 <<<"$n"
   sizes=$saved
   awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v ar8="$ar8" -v b4="$b4" -v n="$max_nodes" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
