@@ -87,7 +87,7 @@ mn_kill_ns "$(mn_ns 2)"
 for i in 0 1; do expect_exit train "$i" 0; done
 # Rank 0 of the new round is on whichever survivor closed the rendezvous first.
 grep -q 'resumed from .*: 2 epoch(s) done' "$WORK/train.0" "$WORK/train.1" ||
-  fail "train: the survivors did not resume from epoch 2: $(tail -30 "$WORK/train.0" "$WORK/train.1")"
+  fail "train: the survivors did not resume from epoch 2: $(tail -n 30 "$WORK/train.0" "$WORK/train.1")"
 timeout -s KILL 120 "$SPMDRUN" --nproc-per-node 4 "${mlp[@]/$ckpt/$WORK/mlp.epoch2.ckpt}" --save-parameters "$WORK/clean" \
   >"$WORK/clean.out" 2>&1 || fail "the clean world-4 run failed: $(tail -30 "$WORK/clean.out")"
 grep -q 'resumed from .*: 2 epoch(s) done' "$WORK/clean.out" || fail "the clean run did not resume from epoch 2: $(cat "$WORK/clean.out")"
