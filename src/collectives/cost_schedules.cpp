@@ -267,21 +267,23 @@ double hier_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule&
 
 // The chunk count the model prices cheapest, from 1 up to hier::pipeline_chunks' most: many
 // chunks hide the local phases, each costs the leaders' latencies once more (4 x 2 over 1
-// Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248).
+// Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248). Counts priced within
+// kChunkTie of the cheapest are a tie the model cannot split, and the most chunks among them
+// are taken: the local phases' price is its least certain term (the shm class read 361 to
+// 23,885 MB/s from run to run; on 2 cores with 6 ranks a 2 MiB host reduce took 1.6 ms, ten
+// times its price), and only the first chunk's reduce and the last one's broadcast are not
+// hidden. 3 x 2 over 1 Gbit/s, 16 MiB: 3 chunks (the cheapest by 0.1 %) took 203 ms, 8 took 197.
+constexpr double kChunkTie = 0.01;
 int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
   const Schedule lead = s.leaders();
-  int best = 1;
-  double best_s = hier_pipelined(bytes, 1, lead, s);
-  for (int k = 2; k <= most; ++k) {
-    const double t = hier_pipelined(bytes, k, lead, s);
-    if (t < best_s) {
-      best = k;
-      best_s = t;
-    }
-  }
-  return best;
+  std::vector<double> price(static_cast<size_t>(most) + 1);
+  for (int k = 1; k <= most; ++k) price[static_cast<size_t>(k)] = hier_pipelined(bytes, k, lead, s);
+  const double cheapest = *std::min_element(price.begin() + 1, price.end());
+  int chosen = most;
+  while (price[static_cast<size_t>(chosen)] > cheapest * (1 + kChunkTie)) --chosen;
+  return chosen;
 }
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
