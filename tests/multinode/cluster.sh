@@ -26,7 +26,10 @@ MN_BURST=${MN_BURST:-256kb}               # tbf bucket; must hold a few TSO segm
 # the veth goes). tbf alone lets a link that was idle send its whole bucket at memory speed: a
 # 1 Gbit/s link then carried a 1 MiB hier all_reduce's leader ring in less time than its bytes
 # take at the line rate (11.8 ms against 12.2), which no cable does. With the cap, the bucket
-# only absorbs the 64 KiB segments TSO hands over at once (a second bucket, MN_PEAK_MTU bytes).
+# only absorbs the 64 KiB segments TSO hands over at once (a second bucket, MN_PEAK_MTU bytes):
+# one such segment still leaves at memory speed after a pause. Smaller segments (gso_max_size)
+# with a smaller second bucket cost the link its rate here: 16 KB, 91-94 MB/s; 32 KB, 106 MB/s;
+# 64 KiB, 112-117 MB/s (1 Gbit/s, tbf's watchdog on 2 busy cores).
 MN_PEAKRATE=${MN_PEAKRATE:-auto}
 MN_PEAK_MTU=${MN_PEAK_MTU:-70000}
 MN_TBF_LATENCY=${MN_TBF_LATENCY:-20ms}    # tbf queue: how long a packet may wait before a drop

@@ -145,7 +145,10 @@ if [[ -n ${MN_DELAY:-} ]]; then  # show that the relay delays what it claims
 fi
 for rate in ${rates//,/ }; do
   set_rate "$rate"
-  label=$rate${MN_DELAY:++$MN_DELAY}  # the rows' "rate" field: 1gbit, or 1gbit+2ms with --delay
+  # The rows' "rate" field: 1gbit, 1gbit+2ms with --delay; +burst where tbf's bucket was not
+  # capped at the rate (MN_PEAKRATE=none, as in the runs before 2026-11-27 22:00).
+  label=$rate${MN_DELAY:++$MN_DELAY}
+  [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   net=$(calibrate) || exit 1
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
