@@ -32,7 +32,11 @@ MN_BURST=${MN_BURST:-256kb}               # tbf bucket; must hold a few TSO segm
 # 64 KiB, 112-117 MB/s (1 Gbit/s, tbf's watchdog on 2 busy cores).
 MN_PEAKRATE=${MN_PEAKRATE:-auto}
 MN_PEAK_MTU=${MN_PEAK_MTU:-70000}
-MN_TBF_LATENCY=${MN_TBF_LATENCY:-20ms}    # tbf queue: how long a packet may wait before a drop
+# tbf queue: how long a packet may wait before a drop ("auto": 20 ms, or 1.25 MB at the rate
+# if that is longer: 100 ms at 100 Mbit/s). With the rate cap below, 20 ms at 100 Mbit/s held
+# 325 KB, five 64 KiB segments: a linear scatter of 1 MiB from one node's 4 flows lost 33-45
+# of them a call and, whenever a loss ended in a retransmission timeout, took 267 ms, not 57.
+MN_TBF_LATENCY=${MN_TBF_LATENCY:-auto}
 # MN_DELAY (e.g. 200us, 2ms; "" = none): each node's cable runs through link_relay (a tap pair
 # with a process between them, MN_LINK_RELAY = its path) that holds every packet towards the
 # node that long. One way between two nodes: MN_DELAY; a round trip: twice that.
@@ -98,10 +102,12 @@ mn_kill_ns() {
 
 mn_tbf() {  # NS DEV: shape DEV's egress
   [[ -z $MN_RATE ]] && return 0
-  local peak=() p=$MN_PEAKRATE
-  [[ $p == auto ]] && p=$(mn_rate_bits "$MN_RATE" | awk '{ printf "%.0fbit", $1 * 1.02 }')
+  local peak=() p=$MN_PEAKRATE latency=$MN_TBF_LATENCY bits
+  bits=$(mn_rate_bits "$MN_RATE") || return 1
+  [[ $p == auto ]] && p=$(awk -v b="$bits" 'BEGIN { printf "%.0fbit", b * 1.02 }')
   [[ -n $p && $p != none ]] && peak=(peakrate "$p" mtu "$MN_PEAK_MTU")
-  tc -n "$1" qdisc replace dev "$2" root tbf rate "$MN_RATE" burst "$MN_BURST" latency "$MN_TBF_LATENCY" "${peak[@]}"
+  [[ $latency == auto ]] && latency=$(awk -v b="$bits" 'BEGIN { t = 1.25e6 * 8 / b * 1000; printf "%.0fms", (t < 20 ? 20 : t) }')
+  tc -n "$1" qdisc replace dev "$2" root tbf rate "$MN_RATE" burst "$MN_BURST" latency "$latency" "${peak[@]}"
 }
 
 mn_rate_bits() {  # a tc rate (100mbit, 1gbit, 2.5gbit, 800kbit, 1000000bit) in bits per second
