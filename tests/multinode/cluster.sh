@@ -23,9 +23,10 @@ MN_SUBNET=10.77.0
 MN_RATE=${MN_RATE:-1gbit}                 # link rate in each direction ("" = unshaped)
 MN_BURST=${MN_BURST:-256kb}               # tbf bucket; must hold a few TSO segments
 # MN_PEAKRATE: how fast the bucket may be spent ("auto": 2% above MN_RATE; "none": as fast as
-# the veth goes). tbf alone lets a link that was idle send its whole bucket at memory speed: a
-# 1 Gbit/s link then carried a 1 MiB hier all_reduce's leader ring in less time than its bytes
-# take at the line rate (11.8 ms against 12.2), which no cable does. With the cap, the bucket
+# the veth goes). tbf alone lets a link that was idle send its whole bucket at memory speed:
+# a 1 MiB hier all_reduce on 3 x 2 over 1 Gbit/s took 11.8 ms, what its leaders' ring alone
+# takes at the link's rate (120 MB/s); its local phases (1.2-1.6 ms with the cap) cost nothing,
+# the bucket refilling while they ran, which no cable does. With the cap, the bucket
 # only absorbs the 64 KiB segments TSO hands over at once (a second bucket, MN_PEAK_MTU bytes):
 # one such segment still leaves at memory speed after a pause. Smaller segments (gso_max_size)
 # with a smaller second bucket cost the link its rate here: 16 KB, 91-94 MB/s; 32 KB, 106 MB/s;
