@@ -6,6 +6,7 @@
 // of the two classes. Schedules follow the algorithms' files (the same partners, the same
 // bytes); a change to an algorithm's pattern is a change here too.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -278,9 +279,9 @@ int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
   const Schedule lead = s.leaders();
-  std::vector<double> price(static_cast<size_t>(most) + 1);
+  std::array<double, hier::kPipelineChunks + 1> price{};  // every call of 4 MiB and more comes here
   for (int k = 1; k <= most; ++k) price[static_cast<size_t>(k)] = hier_pipelined(bytes, k, lead, s);
-  const double cheapest = *std::min_element(price.begin() + 1, price.end());
+  const double cheapest = *std::min_element(price.begin() + 1, price.begin() + most + 1);
   int chosen = most;
   while (price[static_cast<size_t>(chosen)] > cheapest * (1 + kChunkTie)) --chosen;
   return chosen;
