@@ -13,7 +13,12 @@ namespace spmd {
 
 namespace {
 
-constexpr int kPings = 4;  // the fastest round trip of these is the latency
+// The latency is the fastest of kPings round trips of a word, timed after the transfers below:
+// the first exchanges of a new group wait for the peer to arrive and run while the group's
+// other ranks still set up (3 x 2 ranks on 2 cores, 1 Gbit/s: of 24 round trips the first 4-5
+// took 60-1,300 us, later ones 37-40; the fastest of the first 4 read 40-210 us from job to
+// job, and the model's choices below 1 MiB changed with it).
+constexpr int kPings = 8;
 // The rate is the difference between two transfers, kLarge and kSmall, each the fastest of
 // kRounds: both ride whatever burst allowance a shaper gives (tc tbf, cloud links' credits),
 // which refills while the word comes back over a long link, and both pay one round trip, so
@@ -52,31 +57,24 @@ algo::NetModel measure_links(Transport& t, Store& store, const std::string& pref
     };
     char word[8] = {};
     std::vector<char> bulk(kLarge);
+    auto round_trip = [&](void* data, size_t bytes) {  // `bytes` one way, a word back
+      auto t0 = std::chrono::steady_clock::now();
+      if (me == a) {
+        send(data, bytes);
+        recv(word, sizeof word);
+      } else {
+        recv(data, bytes);
+        send(word, sizeof word);
+      }
+      return seconds_since(t0);
+    };
+    round_trip(word, sizeof word);  // both ranks are here: what follows is the link's time
     double rtt = 1e9, small = 1e9, large = 1e9;
-    for (int i = 0; i < kPings; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (me == a) {
-        send(word, sizeof word);
-        recv(word, sizeof word);
-      } else {
-        recv(word, sizeof word);
-        send(word, sizeof word);
-      }
-      rtt = std::min(rtt, seconds_since(t0));
-    }
-    for (int i = 0; i < 2 * kRounds; ++i) {  // the bulk one way, a word back
-      const size_t bytes = i % 2 ? kLarge : kSmall;
-      auto t0 = std::chrono::steady_clock::now();
-      if (me == a) {
-        send(bulk.data(), bytes);
-        recv(word, sizeof word);
-      } else {
-        recv(bulk.data(), bytes);
-        send(word, sizeof word);
-      }
+    for (int i = 0; i < 2 * kRounds; ++i) {
       double& fastest = i % 2 ? large : small;
-      fastest = std::min(fastest, seconds_since(t0));
+      fastest = std::min(fastest, round_trip(bulk.data(), i % 2 ? kLarge : kSmall));
     }
+    for (int i = 0; i < kPings; ++i) rtt = std::min(rtt, round_trip(word, sizeof word));
     // Timer noise can leave no difference on a fast link: then the large transfer alone.
     double rate = large - small > 0.1 * large ? static_cast<double>(kLarge - kSmall) / (large - small)
                                                : static_cast<double>(kLarge) / std::max(large - rtt, 1e-7);
