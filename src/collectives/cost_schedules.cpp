@@ -271,10 +271,13 @@ double hier_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule&
 // Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248). Counts priced within
 // kChunkTie of the cheapest are a tie the model cannot split, and the most chunks among them
 // are taken: the local phases' price is its least certain term (the shm class read 361 to
-// 23,885 MB/s from run to run; on 2 cores with 6 ranks a 2 MiB host reduce took 1.6 ms, ten
-// times its price), and only the first chunk's reduce and the last one's broadcast are not
-// hidden. 3 x 2 over 1 Gbit/s, 16 MiB: 3 chunks (the cheapest by 0.1 %) took 203 ms, 8 took 197.
-constexpr double kChunkTie = 0.01;
+// 23,885 MB/s from run to run; with 6 ranks on 2 cores a 1 MiB host reduce and broadcast took
+// 1.6 ms, eight times their price), and only the first chunk's reduce and the last one's
+// broadcast are not hidden. So the tie is as wide as what hiding them is worth, at most 5 % of
+// the call by the model's own price. 3 x 2 over 1 Gbit/s: 1 MiB in 8 chunks (priced 4.5 %
+// above one) took 11.7 ms, one chunk 13.4; 16 MiB in 8, 197 ms, in 3 (the cheapest by 0.1 %)
+// 203. With 2 ms links each chunk's latencies are priced 6 % and more, and the count stays low.
+constexpr double kChunkTie = 0.05;
 int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)

@@ -83,14 +83,16 @@ on_each_node() {
 }
 
 # Measures the links at the current rate: prints an SPMD_NET value. net: the rate from a
-# send/recv ring of 4 MiB between the nodes (one stream per link), the latency from an 8-byte
-# ring all_reduce (2(N-1) steps, each one message across a link). host: a send/recv of 8 B and
+# send/recv ring of 4 MiB between the nodes (one stream per link), the latency from one of 8
+# bytes (one hop, as a group's own probe measures it: net_probe.cpp; an 8-byte ring
+# all_reduce's time per step, 48 us where a hop took 24 at 1 Gbit/s, priced the leaders'
+# pipelined ring twice what it takes). host: a send/recv of 8 B and
 # 4 MiB between two ranks of each node over Unix sockets, every node at once; msg: half that
 # 8-byte time, and the shared-memory phases' sync too (an 8-byte shm all_reduce on each node
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 ar8 b4 x4
+  local saved=$sizes n s t8 t4 h8 h4 b4 x4
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
@@ -119,15 +121,12 @@ calibrate() {
     if [[ -z $b4 ]] || awk -v a="$x4" -v b="$b4" 'BEGIN { exit !(a < b) }'; then b4=$x4; fi
   done
   warm=1 iters=$given_iters
-  sizes=8
-  n=$(bench cal_lat "$max_nodes" 1 all_reduce SPMD_ALGO=all_reduce=ring | tr '\n' ' ')
-  read -r s ar8 <<<"$n"
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v ar8="$ar8" -v b4="$b4" -v n="$max_nodes" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
     # a difference that is not positive (a stall in the short time): the whole 4 MiB time
     host = s / ((h4 > h8 ? h4 - h8 : h4) * 1e-6); shm = s / ((b4 > sync ? b4 - sync : b4) * 1e-6)
-    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, ar8 / (2 * (n - 1)),
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, t8,
       host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
 }
 

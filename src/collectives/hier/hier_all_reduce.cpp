@@ -3,7 +3,7 @@
 // size and the number of hosts), and each leader broadcasts the result to its host through
 // shared memory. Inter-host traffic is one vector per host instead of one per rank.
 //
-// Pipelined in chunks (from 2 MiB, as many as the cost model prices cheapest): the leader's
+// Pipelined in chunks (from 256 KiB, as many as the cost model prices best): the leader's
 // inter-host phase runs on a thread of its own, chunk after chunk as the host finishes reducing
 // it, while the host reduces the next chunk and broadcasts the previous one, so the network does
 // not wait for the local phases (3 x 2 ranks over 1 Gbit/s, 16 MiB: they cost ~15 ms of ~200

@@ -76,18 +76,18 @@ struct Links {
   }
 };
 
-// hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 2 MiB, the leaders' phase on a
+// hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 128 KiB, the leaders' phase on a
 // thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
 // are not contiguous. Links of little latency, so that the model chooses the most chunks.
 TEST(HierPipelined, AllReduceInChunks) {
   AlgoOverride force("all_reduce=hier");
   Links links("net=10Gbit@1us");
-  for (size_t n : {size_t{(5u << 20) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
+  for (size_t n : {size_t{(300u << 10) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
     for (int hosts : {2, 3}) {
       FakeHosts fake(hosts);
       const int world = 2 * hosts;
       EXPECT_EQ(algo::hier_all_reduce_chunks(n * 4, n, algo::Layout{hosts, 2}, algo::net_model()),
-                n < (8u << 20) / 4 ? 2 : 8);
+                n < (1u << 20) / 4 ? 2 : 8);
       run_ranks(world, [&](ProcessGroup& g) {
         std::vector<float> v(n);
         std::vector<int32_t> m(n);
