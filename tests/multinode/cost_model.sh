@@ -96,11 +96,16 @@ calibrate() {
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
-  # every prediction of a run. The best of two jobs, 10 warm-up calls each.
+  # every prediction of a run. The best of two jobs, 10 warm-up calls each; the latency too
+  # (one job's 8-byte hop read 24 us, another's 48, as the ranks and the links' interrupts
+  # fell on the 2 cores).
   local given_iters=$iters try
   local warm=10 iters=9
-  sizes=8
-  read -r s t8 <<<"$(bench cal_net8 "$max_nodes" 1 sendrecv)"
+  sizes=8 t8=""
+  for try in 1 2; do
+    read -r s h8 <<<"$(bench cal_net8 "$max_nodes" 1 sendrecv)"
+    if [[ -z $t8 ]] || awk -v a="$h8" -v b="$t8" 'BEGIN { exit !(a < b) }'; then t8=$h8; fi
+  done
   sizes=4M t4=""
   for try in 1 2; do
     read -r s h4 <<<"$(bench cal_net "$max_nodes" 1 sendrecv)"
