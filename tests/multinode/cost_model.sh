@@ -83,10 +83,11 @@ on_each_node() {
 }
 
 # Measures the links at the current rate: prints an SPMD_NET value. net: the rate from a
-# send/recv ring of 4 MiB between the nodes (one stream per link), the latency from one of 8
-# bytes (one hop, as a group's own probe measures it: net_probe.cpp; an 8-byte ring
-# all_reduce's time per step, 48 us where a hop took 24 at 1 Gbit/s, priced the leaders'
-# pipelined ring twice what it takes). host: a send/recv of 8 B and
+# send/recv ring of 4 MiB between the nodes (one stream per link), the latency as a group
+# measures it itself without SPMD_NET (net_probe.cpp: half the fastest of eight 8-byte round
+# trips between two nodes), the smaller of two jobs. (An 8-byte ring all_reduce's time per
+# step, 48 us where a round trip took 26-37 at 1 Gbit/s, priced the leaders' pipelined ring
+# twice what it takes; an 8-byte send/recv ring read 24 or 48 us, and 1.3 ms with 2 ms links.) host: a send/recv of 8 B and
 # 4 MiB between two ranks of each node over Unix sockets, every node at once; msg: half that
 # 8-byte time, and the shared-memory phases' sync too (an 8-byte shm all_reduce on each node
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
@@ -96,16 +97,20 @@ calibrate() {
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
-  # every prediction of a run. The best of two jobs, 10 warm-up calls each; the latency too
-  # (one job's 8-byte hop read 24 us, another's 48, as the ranks and the links' interrupts
-  # fell on the 2 cores).
-  local given_iters=$iters try
-  local warm=10 iters=9
-  sizes=8 t8=""
+  # every prediction of a run. The best of two jobs, 10 warm-up calls each.
+  local given_iters=$iters try lat="" l
   for try in 1 2; do
-    read -r s h8 <<<"$(bench cal_net8 "$max_nodes" 1 sendrecv)"
-    if [[ -z $t8 ]] || awk -v a="$h8" -v b="$t8" 'BEGIN { exit !(a < b) }'; then t8=$h8; fi
+    per_node_job cal_lat "$max_nodes" env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes "$max_nodes" --node-rank @NODE@ \
+      --nproc-per-node 1 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 8 -n 1 -w 0 ||
+      fail "the latency probe job failed: $(all_output cal_lat | tail -20)"
+    l=$(all_output cal_lat | grep -oE 'cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s' | head -1 |
+      awk '{ print $7 == "ms" ? $6 * 1000 : $6 }')
+    [[ -n $l ]] || fail "no measured links in the latency probe job: $(all_output cal_lat | grep -i model | head -3)"
+    if [[ -z $lat ]] || awk -v a="$l" -v b="$lat" 'BEGIN { exit !(a < b) }'; then lat=$l; fi
   done
+  local warm=10 iters=9
+  sizes=8
+  read -r s t8 <<<"$(bench cal_net8 "$max_nodes" 1 sendrecv)"
   sizes=4M t4=""
   for try in 1 2; do
     read -r s h4 <<<"$(bench cal_net "$max_nodes" 1 sendrecv)"
@@ -127,11 +132,11 @@ calibrate() {
   done
   warm=1 iters=$given_iters
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
     # a difference that is not positive (a stall in the short time): the whole 4 MiB time
     host = s / ((h4 > h8 ? h4 - h8 : h4) * 1e-6); shm = s / ((b4 > sync ? b4 - sync : b4) * 1e-6)
-    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, t8,
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, lat,
       host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
 }
 
