@@ -282,7 +282,7 @@ int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
   const Schedule lead = s.leaders();
-  std::array<double, hier::kPipelineChunks + 1> price{};  // every call of 4 MiB and more comes here
+  std::array<double, hier::kPipelineChunks + 1> price{};  // every call from 256 KiB comes here
   for (int k = 1; k <= most; ++k) price[static_cast<size_t>(k)] = hier_pipelined(bytes, k, lead, s);
   const double cheapest = *std::min_element(price.begin() + 1, price.begin() + most + 1);
   int chosen = most;

@@ -82,13 +82,19 @@ on_each_node() {
   sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk '/^ *[0-9]/ { print $1, $6 }'
 }
 
+# The links a group measured itself, as rank 0 says them at SPMD_DEBUG=INFO.
+measured_links_re='cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s'
+
+# smaller A B: the smaller of two readings (B may be empty: A).
+smaller() { if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; then echo "$1"; else echo "$2"; fi; }
+
 # Measures the links at the current rate: prints an SPMD_NET value. net: the rate from a
 # send/recv ring of 4 MiB between the nodes (one stream per link), the latency as a group
 # measures it itself without SPMD_NET (net_probe.cpp: half the fastest of eight 8-byte round
 # trips between two nodes), the smaller of two jobs. (An 8-byte ring all_reduce's time per
 # step, 48 us where a round trip took 26-37 at 1 Gbit/s, priced the leaders' pipelined ring
-# twice what it takes; an 8-byte send/recv ring read 24 or 48 us, and 1.3 ms with 2 ms links.) host: a send/recv of 8 B and
-# 4 MiB between two ranks of each node over Unix sockets, every node at once; msg: half that
+# twice what it takes; an 8-byte send/recv ring read 24 or 48 us, and 1.3 ms with 2 ms
+# links.) host: a send/recv of 8 B and 4 MiB between two ranks of each node over Unix sockets, every node at once; msg: half that
 # 8-byte time, and the shared-memory phases' sync too (an 8-byte shm all_reduce on each node
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
@@ -103,10 +109,10 @@ calibrate() {
     per_node_job cal_lat "$max_nodes" env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes "$max_nodes" --node-rank @NODE@ \
       --nproc-per-node 1 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 8 -n 1 -w 0 ||
       fail "the latency probe job failed: $(all_output cal_lat | tail -20)"
-    l=$(all_output cal_lat | grep -oE 'cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s' | head -1 |
+    l=$(all_output cal_lat | grep -oE "$measured_links_re" | head -1 |
       awk '{ print $7 == "ms" ? $6 * 1000 : $6 }')
     [[ -n $l ]] || fail "no measured links in the latency probe job: $(all_output cal_lat | grep -i model | head -3)"
-    if [[ -z $lat ]] || awk -v a="$l" -v b="$lat" 'BEGIN { exit !(a < b) }'; then lat=$l; fi
+    lat=$(smaller "$l" "$lat")
   done
   local warm=10 iters=9
   sizes=8
@@ -114,7 +120,7 @@ calibrate() {
   sizes=4M t4=""
   for try in 1 2; do
     read -r s h4 <<<"$(bench cal_net "$max_nodes" 1 sendrecv)"
-    if [[ -z $t4 ]] || awk -v a="$h4" -v b="$t4" 'BEGIN { exit !(a < b) }'; then t4=$h4; fi
+    t4=$(smaller "$h4" "$t4")
   done
   # The host class with the same warm-up and 9 calls: a median of 5 after one warm-up once took
   # a 3 ms stall for the 8-byte time, above the 4 MiB one (a negative rate).
@@ -128,7 +134,7 @@ calibrate() {
   sizes=4M b4=""
   for try in 1 2; do
     read -r s x4 <<<"$(on_each_node cal_shm 2 broadcast SPMD_ALGO=broadcast=shm_cma | tr '\n' ' ')"
-    if [[ -z $b4 ]] || awk -v a="$x4" -v b="$b4" 'BEGIN { exit !(a < b) }'; then b4=$x4; fi
+    b4=$(smaller "$x4" "$b4")
   done
   warm=1 iters=$given_iters
   sizes=$saved
@@ -265,7 +271,7 @@ echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:' | sed 's/^
 per_node_job measured 3 env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes 3 --node-rank @NODE@ --nproc-per-node 2 \
   --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 1 -w 0 ||
   fail "the run without SPMD_NET failed: $(all_output measured | tail -20)"
-output_has measured 'chosen by the cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s, .*measured while the group was made' ||
+output_has measured "chosen by the $measured_links_re, .*measured while the group was made" ||
   fail "no measured links at INFO: $(all_output measured | grep -i model | head)"
-echo "measured: $(all_output measured | grep -oE 'cost model, net [0-9.]+ [GM]bit/s [0-9.]+ [mu]s' | head -1)"
+echo "measured: $(all_output measured | grep -oE "$measured_links_re" | head -1)"
 echo "multinode cost model: 1 passed, 0 failed"
