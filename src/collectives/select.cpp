@@ -237,21 +237,37 @@ std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits&
   return out;
 }
 
-const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
-  Tables& t = tables();
+namespace {
+
+bool fits(const Entry& e, size_t bytes, const GroupTraits& group) {
+  return bytes >= e.lo && bytes < e.hi && group.size >= e.min_ranks && group.size <= e.max_ranks;
+}
+
+// The algorithm SPMD_ALGO names for this call, null when it names none.
+const Algorithm* from_override(const Tables& t, Collective c, size_t bytes, const GroupTraits& group) {
   const int ci = static_cast<int>(c);
-  auto fits = [&](const Entry& e) {
-    return bytes >= e.lo && bytes < e.hi && group.size >= e.min_ranks && group.size <= e.max_ranks;
-  };
   for (const Entry& e : t.overrides) {
-    if ((e.collective != ci && e.collective != -1) || !fits(e)) continue;
+    if ((e.collective != ci && e.collective != -1) || !fits(e, bytes, group)) continue;
     const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (!a) continue;  // a bare name another collective has
-    if (applicable(*a, group)) return *a;
+    if (applicable(*a, group)) return a;
     if (e.collective == ci && group.size > 1)  // a group of one needs no communication at all
       raise(ErrorKind::InvalidArgument, std::string("SPMD_ALGO asks for ") + a->name + " for " + collective_name(c) +
                                             ", which cannot run here: " + why_not(*a, group));
   }
+  return nullptr;
+}
+
+}  // namespace
+
+bool overridden(Collective c, size_t bytes, const GroupTraits& group) {
+  return from_override(tables(), c, bytes, group) != nullptr;
+}
+
+const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
+  Tables& t = tables();
+  const int ci = static_cast<int>(c);
+  if (const Algorithm* a = from_override(t, c, bytes, group)) return *a;
   // Across hosts the cost model decides (cost_model.hpp): links there differ by orders of
   // magnitude between clusters, so no table measured on one machine can. Uneven all_to_all
   // (SIZE_MAX: sizes differ by rank) keeps the table.
@@ -260,7 +276,7 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
     if (!ranked.empty()) return *ranked.front().algorithm;
   }
   for (const Entry& e : t.defaults[ci]) {
-    if (!fits(e)) continue;
+    if (!fits(e, bytes, group)) continue;
     const Algorithm* a = e.resolved[static_cast<size_t>(ci)];
     if (a && applicable(*a, group)) return *a;
   }

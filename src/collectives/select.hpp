@@ -24,6 +24,10 @@ namespace spmd::algo {
 // input; uneven all_to_all: SIZE_MAX, the largest, since sizes differ by rank).
 const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group);
 
+// True when SPMD_ALGO names the algorithm for this call (select() returns it, whatever the
+// model or the group's trials say).
+bool overridden(Collective c, size_t bytes, const GroupTraits& group);
+
 // For a group spanning hosts, the applicable algorithms the cost model has schedules for, by
 // predicted time, cheapest first (cost_model.hpp); select() takes the first.
 struct Ranked {

@@ -146,7 +146,7 @@ calibrate() {
       host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
 }
 
-warm=1 all_sizes=$sizes small_sizes="" large_sizes=""
+warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters
 for s in ${sizes//,/ }; do
   if (($(numfmt --from=iec "${s%B}") < 1048576)); then small_sizes+=${small_sizes:+,}$s; else large_sizes+=${large_sizes:+,}$s; fi
 done
@@ -182,8 +182,15 @@ for rate in ${rates//,/ }; do
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
           # Sizes below 1 MiB get 40 untimed calls first: tbf's bucket (256 KiB) lets a short
           # run's small messages through at memory speed; the steady state is what a job sees.
+          # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
+          # cores, differed up to 2x between two jobs of one algorithm.
+          # Larger ones 1, or 19 where the group's trials (trials.hpp: up to 3 rounds of 3
+          # candidates, 2 calls each) choose: the choice they settle on is what is timed.
+          large_warm=1
+          [[ $algo == default || $algo == measured ]] && large_warm=19
           for part in small large; do
-            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 1)
+            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo $large_warm)
+            iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
@@ -256,17 +263,21 @@ if ((smoke)); then
     fail "cost_model_rescore.sh did not judge the smoke grid's 4 forced rows: $again"
 fi
 
-# SPMD_DEBUG=INFO says the model and each choice with the predictions (rank 0 of the group).
+# SPMD_DEBUG=INFO says the model, each choice with the predictions, and the trials of the near
+# ties (rank 0 of the group): 19 calls, after 18 of trials (3 rounds of 2 calls of hier, ring
+# and halving_doubling, which the model prices within 2x at 1 MiB).
 info_job() {
   per_node_job info 3 env SPMD_DEBUG=INFO SPMD_NET=net=1Gbit@50us "$SPMDRUN" --nnodes 3 --node-rank @NODE@ \
-    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 1 -w 0
+    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 19 -w 0
 }
 info_job || fail "the INFO run failed: $(all_output info | tail -20)"
 output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 50 us' ||
   fail "no cost model line at INFO: $(all_output info | grep -i model | head)"
 output_has info 'all_reduce of 1048576 B on 3 hosts \(up to 2 ranks each\): hier; predicted: hier [0-9.]+ us ring' ||
   fail "no choice line at INFO: $(all_output info | grep -i predicted | head)"
-echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:' | sed 's/^\[[0-9]*\]://' | head -2 | cut -c1-160)"
+output_has info 'trials of all_reduce at 1 MiB-2 MiB on 3 hosts \(up to 2 ranks each\), the slowest rank.s median of 3: hier [0-9.]+ ms \(priced [0-9.]+ ms\), ring .* from now on' ||
+  fail "no trials line at INFO: $(all_output info | grep -i trials | head)"
+echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:|trials of' | sed 's/^\[[0-9]*\]://' | head -3 | cut -c1-200)"
 # Without SPMD_NET the group measures its links while it is made.
 per_node_job measured 3 env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes 3 --node-rank @NODE@ --nproc-per-node 2 \
   --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 1 -w 0 ||

@@ -6,8 +6,11 @@
 // counts wrong elements, then times `iters` operations after `warmup` untimed ones. The table
 // (rank 0 prints it) shows the slowest rank's median time per operation, algbw = size / time
 // and busbw = algbw * nccl-tests' factor for the collective. Only the public API is used.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -35,13 +38,30 @@ const char* kUsage =
     "per operation (us), algbw = size / time, busbw = algbw x nccl-tests' factor (all_reduce\n"
     "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
     "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
-    "Without a launcher's environment it runs as a single rank.\n"
+    "Without a launcher's environment it runs as a single rank. Across hosts a group's first\n"
+    "calls of each size time the cost model's near ties (SPMD_TRIALS, up to 18 calls): there\n"
+    "the warm-up is 19 calls unless -w says otherwise, so what is timed is what they settle on.\n"
     "Extra options:\n"
     "  --name N               name in the CSV's impl column (default spmd)\n"
     "  --plot FILE.png        also write the rows to FILE.csv and draw busbw against size with\n"
     "                         bench/plot.py (needs /usr/bin/python3 with matplotlib)";
 
 using Clock = std::chrono::steady_clock;
+
+// Trials (src/collectives/trials.hpp) spend up to 3 rounds x 3 candidates x 2 calls per size.
+constexpr int kWarmupAcrossHosts = 19;
+
+// The launcher's LOCAL_WORLD_SIZE is less than the job's: ranks on more than one host.
+bool spans_hosts(const spmd::ProcessGroup& world) {
+  const char* local = std::getenv("LOCAL_WORLD_SIZE");
+  return local && std::atoi(local) > 0 && std::atoi(local) < world.size();
+}
+
+bool warmup_given(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "-w") == 0 || std::strcmp(argv[i], "--warmup") == 0) return true;
+  return false;
+}
 
 // Slowest rank's median: every rank's median, reduced with Max over the world.
 double slowest_median_us(spmd::ProcessGroup& world, const std::vector<double>& times_us) {
@@ -116,6 +136,7 @@ int main(int argc, char** argv) {
 
   try {
     spmd::ProcessGroup& world = spmd::init();
+    if (spans_hosts(world) && !warmup_given(argc, argv)) o.warmup = std::max(o.warmup, kWarmupAcrossHosts);
     if (o.root < 0 || o.root >= world.size())
       throw std::invalid_argument("--root " + std::to_string(o.root) + " is not a rank of this job (0.." +
                                   std::to_string(world.size() - 1) + ")");

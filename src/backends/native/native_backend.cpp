@@ -3,6 +3,7 @@
 // signature (so ranks that chose differently disagree), and runs it over the group's
 // transports: TCP between all members, and shared memory among the members of this host.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -11,7 +12,9 @@
 #include "collectives/algorithm.hpp"
 #include "backends/native/net_probe.hpp"
 #include "collectives/cost_model.hpp"
+#include "collectives/algorithms.hpp"
 #include "collectives/select.hpp"
+#include "collectives/trials.hpp"
 #include "common/env.hpp"
 #include "common/small_array.hpp"
 #include "common/log.hpp"
@@ -27,7 +30,11 @@ namespace {
 class NativeBackend final : public Backend {
  public:
   explicit NativeBackend(const BackendConfig& c)
-      : config_(c), net_(c.store, c.prefix, c.rank, c.globals), shm_(make_shm(c)), choices_(c.rank == 0) {
+      : config_(c),
+        net_(c.store, c.prefix, c.rank, c.globals),
+        shm_(make_shm(c)),
+        choices_(c.rank == 0),
+        trials_(algo::Trials::rounds_from_env()) {
     traits_ = algo::GroupTraits::of(config_.locality, shm_enabled(), shm_ && shm_->remote_memory(),
                                     config_.deterministic);
     // Across hosts the cost model chooses; without SPMD_NET the links are measured now
@@ -161,8 +168,13 @@ class NativeBackend final : public Backend {
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
     run_chosen(choose(call, bytes), call, args);
   }
+  // The selection's choice (which SPMD_DEBUG=INFO explains), or across hosts the trials' where
+  // they decide.
   const algo::Algorithm& choose(const OpContext& call, size_t bytes) {
-    return choices_.choose(call.sig.collective, bytes, traits_);
+    const algo::Algorithm& chosen = choices_.choose(call.sig.collective, bytes, traits_);
+    if (traits_.hosts > 1)
+      if (const algo::Algorithm* tried = trials_.choose(call.sig.collective, bytes, traits_)) return *tried;
+    return chosen;
   }
   void run_chosen(const algo::Algorithm& chosen, const OpContext& call, const algo::CollArgs& args) {
     OpContext op = call;
@@ -173,8 +185,31 @@ class NativeBackend final : public Backend {
     ctx.shm = shm_.get();
     ctx.cma = shm_ && shm_->remote_memory();
     ctx.model = traits_.net;
+    if (!trials_.timing()) {
+      chosen.run(ctx, args);
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     chosen.run(ctx, args);
+    if (trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()))
+      settle_trials(call);
   }
+
+  // The trials of a call size ended on every rank with this call (trials.hpp): the slowest
+  // rank's medians, by an all_reduce of max among the group, numbered apart from the group's
+  // calls (a small exchange of the backend's own, as the link probe is), decide for all.
+  void settle_trials(const OpContext& call) {
+    std::vector<double> slowest = trials_.medians();
+    OpContext op;
+    op.sig = CallSignature{Collective::AllReduce, DType::F64, ReduceOp::Max, -1, slowest.size()};
+    op.seq = kTrialsSeq | call.seq;
+    op.timeout = call.timeout;
+    op.deadline = Deadline(call.timeout);
+    algo::allreduce_recursive_doubling(net_, op, TensorView(slowest), reduce_kernel(DType::F64, ReduceOp::Max));
+    std::string line = trials_.settle(slowest, traits_);
+    if (config_.rank == 0) SPMD_LOG(Info) << line;
+  }
+  static constexpr uint64_t kTrialsSeq = uint64_t{1} << 61;  // call numbers no group reaches
 
   // Round k runs the k-th message of every (peer, direction) at once: concurrent across peers
   // (no deadlock when two ranks both send first), in order between two ranks.
@@ -244,6 +279,7 @@ class NativeBackend final : public Backend {
   algo::GroupTraits traits_;
   std::optional<algo::NetModel> links_;  // measured (traits_.net points here)
   algo::ChoiceCache choices_;
+  algo::Trials trials_;  // groups spanning hosts: near ties of the model timed on the first calls
 };
 
 }  // namespace
@@ -255,7 +291,7 @@ std::unique_ptr<Backend> make_native_backend(const BackendConfig& config) {
 // What changes the algorithms this backend runs: every member of a group must agree on it.
 std::string native_backend_settings() {
   return "SPMD_ALGO=" + algo::algorithm_override() + ";SPMD_SHM=" + env::get("SPMD_SHM").value_or("1") +
-         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1") + ";SPMD_NET=" + env::get("SPMD_NET").value_or("");
+         ";SPMD_CMA=" + env::get("SPMD_CMA").value_or("1") + ";SPMD_NET=" + env::get("SPMD_NET").value_or("") + ";SPMD_TRIALS=" + env::get("SPMD_TRIALS").value_or("");
 }
 
 }  // namespace spmd

@@ -123,6 +123,39 @@ TEST(HierAllGather, BruckAmongTheLeaders) {
   }
 }
 
+// Trials (collectives/trials.hpp) switch algorithms between the first calls of a size class,
+// then settle, by an exchange of their own among the ranks, on one for every rank: results
+// stay right across the switches and after them (a rank that chose otherwise raises Mismatch).
+// Links with slow shared memory, where the model prices flat algorithms and hier near.
+TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
+  Links links("net=113MB@15us,host=3390MB@45us,shm=1100MB@22us,msg=22us");
+  ASSERT_GE(algo::rank_by_model(Collective::AllReduce, 64 << 10, algo::GroupTraits{6, 3, 2, false, true}).size(), 2u);
+  for (int hosts : {2, 3}) {
+    FakeHosts fake(hosts);
+    const int world = 2 * hosts;
+    run_ranks(world, [&](ProcessGroup& g) {
+      for (size_t n : {size_t{(64u << 10) / 4 + 3}, size_t{(300u << 10) / 4 + 1}})
+        for (int call = 0; call < 20; ++call) {  // more calls than 3 rounds x 3 candidates x 2
+          std::vector<float> v(n), block(n / 4 + 1), all(block.size() * static_cast<size_t>(world));
+          for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(tag_of(g.rank() + call, i));
+          for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<float>(tag_of(g.rank() * 7 + call, i));
+          g.all_reduce(TensorView(v), ReduceOp::Sum);
+          g.all_gather_into(TensorView(all), TensorView(block));
+          size_t wrong = 0;
+          for (size_t i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int r = 0; r < world; ++r) sum += tag_of(r + call, i);
+            wrong += v[i] != static_cast<float>(sum);
+          }
+          for (int r = 0; r < world; ++r)
+            for (size_t i = 0; i < block.size(); ++i)
+              wrong += all[static_cast<size_t>(r) * block.size() + i] != static_cast<float>(tag_of(r * 7 + call, i));
+          ASSERT_EQ(wrong, 0u) << "rank " << g.rank() << ", call " << call << ", " << n << " elements on " << hosts << " hosts";
+        }
+    });
+  }
+}
+
 std::vector<uint16_t> every_algorithm() {
   std::vector<uint16_t> ids;
   for (const Algorithm& a : algo::all_algorithms())

@@ -1,0 +1,88 @@
+// Trials: selection across hosts that corrects itself from what the group's own calls take.
+//
+// The cost model prices a call from its calibration, and near ties are where that goes wrong:
+// on a busy host a hierarchical algorithm's shared-memory phases cost up to 8x their price, and
+// the shared-memory rate a calibration reads moves 1-15 GB/s from run to run, so below 1 MiB the
+// model picked the flat ring where hier won by 1.2-1.6x, or the reverse, from one job to the next.
+//
+// So when the model prices two or more algorithms of a call within kNear of its cheapest, the
+// group's first calls of that collective in that size class (the bytes' power of two) run each
+// of them in turn: `rounds` rounds that each visit every candidate once, in an order that
+// rotates from round to round (a slow spell of the machine falls on all of them). A visit is
+// two calls, the second timed: a call that follows another algorithm's pays for the switch
+// (3 x 2 ranks, 1 MiB at 1 Gbit/s: hier took 14-18 ms after ring or halving-doubling, 11.7 ms
+// after hier), and back to back is how a loop runs them. Each rank keeps its median per
+// candidate; the slowest rank's
+// medians (one small all_reduce of max among the group, which the backend runs) decide: the
+// fastest serves the class from then on, unless the model's first is within kKeep of it.
+// Every rank makes the same calls in the same order, so every rank tries, and settles on, the
+// same algorithm (and the algorithm still travels in every frame: a rank that did not raises
+// Mismatch). SPMD_ALGO still comes first; one-host groups keep their tables (spmd-tune).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/algorithm.hpp"
+
+namespace spmd::algo {
+
+class Trials {
+ public:
+  static constexpr double kNear = 2.0;             // candidates: priced within 2x of the cheapest
+  static constexpr size_t kMaxCandidates = 3;
+  static constexpr double kKeep = 0.05;            // the model's first stays unless beaten by 5 %
+  static constexpr double kMaxTrialSeconds = 0.5;  // calls priced longer are not tried
+  // Nor shorter: one call of tens of microseconds times the scheduler more than the algorithm
+  // (8 B on 3 x 2 ranks, 2 cores: 0.19-0.98 ms a call in trials, 0.13 ms in a loop).
+  static constexpr double kMinTrialSeconds = 200e-6;
+  static constexpr int kDefaultRounds = 3;
+  static constexpr size_t kCallsPerVisit = 2;  // the last one timed
+
+  // The calls a size class with `candidates` spends on its trials.
+  size_t calls_per_class(size_t candidates) const { return static_cast<size_t>(rounds_) * candidates * kCallsPerVisit; }
+
+  // `rounds` timed rounds per class; 0: no trials.
+  explicit Trials(int rounds = kDefaultRounds) : rounds_(rounds) {}
+  // SPMD_TRIALS: the rounds (0 = off), default kDefaultRounds; raises InvalidArgument on bad text.
+  static int rounds_from_env();
+
+  // The algorithm the trials run for this call; null where they do not decide it (one host,
+  // SPMD_ALGO names one, a single candidate, uneven sizes, calls priced outside
+  // [kMinTrialSeconds, kMaxTrialSeconds]): the usual selection then.
+  const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group);
+  // Whether the call choose() was last asked about is timed: record() wants its time then.
+  bool timing() const { return timed_ != nullptr; }
+  // This rank's seconds for the timed call. True when it was its class's last trial: the
+  // caller then reduces medians() to the slowest rank's (max) and passes them to settle().
+  bool record(double seconds);
+  // This rank's median time per candidate of the class whose trials just ended.
+  std::vector<double> medians() const;
+  // Settles that class on the least of `slowest` (the slowest rank's medians, in medians()'
+  // order); returns what was tried and chosen, for the log.
+  std::string settle(std::span<const double> slowest, const GroupTraits& group);
+
+ private:
+  struct Class {
+    Collective collective = Collective::Barrier;
+    int size_class = 0;                        // bit width of the bytes (0 for 0 bytes)
+    std::vector<const Algorithm*> candidates;  // the model's order; none: trials do not decide
+    std::vector<double> predicted;             // the model's seconds for each
+    std::vector<std::vector<double>> times;    // per candidate, this rank's timed rounds
+    size_t calls = 0;
+    const Algorithm* settled = nullptr;
+  };
+  Class make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const;
+
+  int rounds_;
+  std::unordered_map<uint32_t, Class> classes_;
+  Class* timed_ = nullptr;  // the class of the call being timed
+  size_t timed_slot_ = 0;   // which candidate it runs
+  Class* ended_ = nullptr;  // the class whose trials just ended (until settle)
+};
+
+}  // namespace spmd::algo

@@ -1,0 +1,134 @@
+// Trials (collectives/trials.hpp): across hosts, the model's near ties are timed on the group's
+// first calls of a size class, and the fastest by the slowest rank's medians serves from then
+// on. Here the schedule and the decision with the times handed in; ranks as threads on faked
+// hosts in conformance_test.cpp (TrialsInAGroup).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "collectives/cost_model.hpp"
+#include "collectives/select.hpp"
+#include "collectives/trials.hpp"
+#include "spmd/error.hpp"
+
+namespace spmd::algo {
+namespace {
+
+// Links like a 1 Gbit/s run's calibration (docs/cost_model_grid.md) with slow shared memory:
+// at 64 KiB on 3 hosts of 2 the model prices the flat algorithms and hier close.
+struct NetGuard {
+  explicit NetGuard(const std::string& spec) { set_net_model_override(spec); }
+  ~NetGuard() { set_net_model_override(""); }
+};
+const char* const kLinks = "net=113MB@15us,host=3390MB@45us,shm=1100MB@22us,msg=22us";
+
+GroupTraits hosts(int n, int per_host) {
+  GroupTraits g;
+  g.size = n * per_host;
+  g.hosts = n;
+  g.max_ranks_per_host = per_host;
+  g.host_shm = true;
+  return g;
+}
+
+// Runs the trials of one class: `times(slot)` is this rank's seconds for candidate `slot`.
+// Returns the candidates in the model's order and what every call ran.
+template <typename Times>
+std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t bytes, const GroupTraits& g, int rounds,
+                                         Times times, std::vector<const Algorithm*>* ran = nullptr) {
+  std::vector<const Algorithm*> candidates;
+  for (const Ranked& r : rank_by_model(c, bytes, g))
+    if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::kNear * rank_by_model(c, bytes, g)[0].seconds)
+      candidates.push_back(r.algorithm);
+  const size_t n = candidates.size(), calls = trials.calls_per_class(n);
+  EXPECT_EQ(calls, rounds * n * Trials::kCallsPerVisit);
+  for (size_t call = 0; call < calls; ++call) {
+    const Algorithm* a = trials.choose(c, bytes, g);
+    if (ran) ran->push_back(a);
+    EXPECT_EQ(trials.timing(), call % 2 == 1) << "call " << call;
+    size_t slot = 0;
+    while (slot < n && candidates[slot] != a) ++slot;
+    EXPECT_LT(slot, n) << "call " << call << " ran " << (a ? a->name : "nothing") << ", not a candidate";
+    const bool last = trials.record(times(slot));
+    EXPECT_EQ(last, call + 1 == calls) << "call " << call;
+  }
+  return candidates;
+}
+
+TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
+  NetGuard links(kLinks);
+  const GroupTraits g = hosts(3, 2);
+  Trials trials(3);
+  std::vector<const Algorithm*> ran;
+  std::vector<const Algorithm*> candidates;
+  candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 3,
+                          [](size_t slot) { return slot == 1 ? 1e-3 : 2e-3; }, &ran);
+  ASSERT_GE(candidates.size(), 2u) << "the model should price two all_reduce algorithms near at 64 KiB here";
+  const size_t n = candidates.size();
+  for (size_t round = 0; round < 3; ++round)  // every candidate once per round, the order rotating,
+    for (size_t i = 0; i < n; ++i)             // two calls each
+      for (size_t j = 0; j < 2; ++j) EXPECT_EQ(ran[(round * n + i) * 2 + j], candidates[(i + round) % n]) << round << " " << i;
+  std::vector<double> medians = trials.medians();
+  ASSERT_EQ(medians.size(), n);
+  EXPECT_DOUBLE_EQ(medians[1], 1e-3);
+  medians[0] = 1.5e-3;  // another rank was slower: the slowest rank's medians decide
+  const std::string line = trials.settle(medians, g);
+  EXPECT_NE(line.find(std::string(candidates[1]->name) + " from now on"), std::string::npos) << line;
+  EXPECT_NE(line.find("64 KiB-128 KiB"), std::string::npos) << line;
+  // Settled for the whole class, untimed; another class starts its own trials.
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 100 << 10, g), candidates[1]);
+  EXPECT_FALSE(trials.timing());
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 70 << 10, g), candidates[1]);
+  const Algorithm* other = trials.choose(Collective::AllReduce, 40 << 10, g);
+  EXPECT_TRUE(other == nullptr || other == rank_by_model(Collective::AllReduce, 40 << 10, g)[0].algorithm);
+}
+
+TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanKeep) {
+  NetGuard links(kLinks);
+  const GroupTraits g = hosts(3, 2);
+  Trials trials(2);
+  auto candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 2,
+                               [](size_t slot) { return slot == 0 ? 1.03e-3 : 1e-3; });
+  ASSERT_GE(candidates.size(), 2u);
+  std::vector<double> m = trials.medians();
+  EXPECT_NE(trials.settle(m, g).find("(the model's choice)"), std::string::npos);
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, g), candidates[0]);
+}
+
+TEST(Trials, DecideNothingWhereTheyShouldNot) {
+  NetGuard links(kLinks);
+  Trials trials(3);
+  GroupTraits one = hosts(1, 4);
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, one), nullptr);  // one host: the tables
+  EXPECT_EQ(trials.choose(Collective::AllToAll, SIZE_MAX, hosts(3, 2)), nullptr);  // uneven splits
+  {
+    set_algorithm_override("all_reduce=ring:0-100K");  // SPMD_ALGO names one
+    EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, hosts(3, 2)), nullptr);
+    set_algorithm_override("");
+  }
+  Trials off(0);  // SPMD_TRIALS=0
+  EXPECT_EQ(off.choose(Collective::AllReduce, 64 << 10, hosts(3, 2)), nullptr);
+  // Priced below kMinTrialSeconds (8 B) or beyond kMaxTrialSeconds: not tried.
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 8, hosts(3, 2)), nullptr);
+  NetGuard slow("net=10Mbit@2ms");
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 20, hosts(3, 2)), nullptr);
+  EXPECT_FALSE(trials.timing());
+  EXPECT_FALSE(trials.record(1.0));  // nothing timed: nothing recorded
+}
+
+TEST(Trials, SpmdTrialsSetsTheRounds) {
+  ::unsetenv("SPMD_TRIALS");
+  EXPECT_EQ(Trials::rounds_from_env(), Trials::kDefaultRounds);
+  ::setenv("SPMD_TRIALS", "0", 1);
+  EXPECT_EQ(Trials::rounds_from_env(), 0);
+  ::setenv("SPMD_TRIALS", "-1", 1);
+  EXPECT_THROW(Trials::rounds_from_env(), Error);
+  ::setenv("SPMD_TRIALS", "three", 1);
+  EXPECT_THROW(Trials::rounds_from_env(), Error);
+  ::unsetenv("SPMD_TRIALS");
+}
+
+}  // namespace
+}  // namespace spmd::algo
