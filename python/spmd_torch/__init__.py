@@ -9,8 +9,10 @@ The backend is registered for CPU tensors only (torch 2.x's `devices=`), so CUDA
 job that also has a GPU backend never reach it. Built against the torch of the Python that
 built it (torch 1.13 or 2.x); importing it into another torch raises ImportError saying so.
 """
+import atexit
 import inspect
 import os
+import sys
 import urllib.parse
 from datetime import timedelta
 
@@ -88,6 +90,33 @@ def _coalesce_cpu_batches():
     c10d.batch_isend_irecv = batch_isend_irecv
 
 
+def _keep_store_until_ranks_leave(store, rank, size, longest=timedelta(seconds=60)):
+    """The TCPStore of init_method="spmd://" lives in rank 0's process, and spmd connects ranks
+    through it lazily, in their first calls: rank 0, its part of a first all_reduce done, could
+    leave and take the store from ranks still connecting ("wait for [.../addr/5] failed: Broken
+    pipe", seen on 3 Slurm nodes). So at exit every rank says it left, and rank 0 waits for them
+    all (at most `longest`) before its store goes; not after an uncaught exception, where the
+    others may never come."""
+    failed = []
+    previous_hook = sys.excepthook
+
+    def note_failure(*info):
+        failed.append(True)
+        previous_hook(*info)
+
+    sys.excepthook = note_failure
+
+    def leave():
+        try:
+            store.set(f"spmd/left/{rank}", b"1")
+            if rank == 0 and size > 1 and not failed:
+                store.wait([f"spmd/left/{r}" for r in range(size)], longest)
+        except Exception as e:  # a rank that never says it left: the store goes anyway
+            print(f"[spmd WARN rank {rank}] the job's store closes before every rank left ({e})", file=sys.stderr)
+
+    atexit.register(leave)
+
+
 def _spmd_rendezvous(url, timeout=timedelta(minutes=30), **kwargs):
     """init_method="spmd://": rank, world size and the meeting place from whatever started the
     job, as spmd's C++ init reads them — spmdrun's or torchrun's variables (RANK, WORLD_SIZE,
@@ -116,6 +145,7 @@ def _spmd_rendezvous(url, timeout=timedelta(minutes=30), **kwargs):
         if "use_libuv" in (_dist.TCPStore.__init__.__doc__ or ""):  # torch 2.x (libuv may be missing)
             options["use_libuv"] = os.environ.get("USE_LIBUV", "0") == "1"
         store = _dist.TCPStore(job["master_addr"], job["master_port"], size, rank == 0, timeout, **options)
+        _keep_store_until_ranks_leave(store, rank, size)
     elif job["file_store"]:
         store = _dist.FileStore(job["file_store"].replace(".store", ".torch.store"), size)
     else:
