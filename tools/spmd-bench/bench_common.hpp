@@ -31,6 +31,7 @@ struct Options {
   std::vector<size_t> sizes;  // --sizes: an explicit list replaces -b/-e/-f
   int iters = 20;
   int warmup = 5;
+  bool warmup_given = false;  // -w on the command line (spmd-bench warms up longer across hosts otherwise)
   bool csv = false;
   bool csv_header = true;
   std::string impl;  // the name in the CSV's first column ("spmd", "gloo", "mpi-tcp", ...)
@@ -96,7 +97,10 @@ bool parse_args(int argc, char** argv, Options& o, const char* usage_head, Extra
     else if (a == "-f" || a == "--step-factor") o.step_factor = std::stod(need(i));
     else if (a == "-s" || a == "--sizes") o.sizes = parse_size_list(need(i));
     else if (a == "-n" || a == "--iters") o.iters = std::stoi(need(i));
-    else if (a == "-w" || a == "--warmup") o.warmup = std::stoi(need(i));
+    else if (a == "-w" || a == "--warmup") {
+      o.warmup = std::stoi(need(i));
+      o.warmup_given = true;
+    }
     else if (a == "-d" || a == "--dtype") o.dtype = need(i);
     else if (a == "-o" || a == "--op") o.op = need(i);
     else if (a == "-r" || a == "--root") o.root = std::stoi(need(i));

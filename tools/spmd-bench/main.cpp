@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -55,12 +54,6 @@ constexpr int kWarmupAcrossHosts = 19;
 bool spans_hosts(const spmd::ProcessGroup& world) {
   const char* local = std::getenv("LOCAL_WORLD_SIZE");
   return local && std::atoi(local) > 0 && std::atoi(local) < world.size();
-}
-
-bool warmup_given(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "-w") == 0 || std::strcmp(argv[i], "--warmup") == 0) return true;
-  return false;
 }
 
 // Slowest rank's median: every rank's median, reduced with Max over the world.
@@ -136,7 +129,7 @@ int main(int argc, char** argv) {
 
   try {
     spmd::ProcessGroup& world = spmd::init();
-    if (spans_hosts(world) && !warmup_given(argc, argv)) o.warmup = std::max(o.warmup, kWarmupAcrossHosts);
+    if (spans_hosts(world) && !o.warmup_given) o.warmup = std::max(o.warmup, kWarmupAcrossHosts);
     if (o.root < 0 || o.root >= world.size())
       throw std::invalid_argument("--root " + std::to_string(o.root) + " is not a rank of this job (0.." +
                                   std::to_string(world.size() - 1) + ")");
