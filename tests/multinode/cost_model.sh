@@ -184,12 +184,14 @@ for rate in ${rates//,/ }; do
           # run's small messages through at memory speed; the steady state is what a job sees.
           # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
           # cores, differed up to 2x between two jobs of one algorithm.
-          # Larger ones 1, or 19 where the group's trials (trials.hpp: up to 3 rounds of 3
-          # candidates, 2 calls each) choose: the choice they settle on is what is timed.
-          large_warm=1
-          [[ $algo == default || $algo == measured ]] && large_warm=19
+          # Larger ones 19, every row alike: the default's trials (trials.hpp: up to 3 rounds of
+          # 3 candidates, 2 calls each) settle within them, and a forced row timed after one
+          # call can catch a job before its steady state: pairwise all_to_all of 1 MiB on 3 x 1
+          # with 200 us links took 7.1 ms after one warm-up call in one job, 12.0 in the next,
+          # and 11.4-12.4 after 19 or 60 (2026-11-28); the default, after 19, read 11.3 against
+          # the forced row's 6.6.
           for part in small large; do
-            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo $large_warm)
+            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 19)
             iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
