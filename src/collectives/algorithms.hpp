@@ -41,6 +41,10 @@ void reduce_scatter_direct(Transport& t, const OpContext& op, std::span<const Te
 // --- all_to_all: outputs[i] receives rank i's inputs[rank] (sizes may differ per pair) ---
 void alltoall_pairwise(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
                        std::span<const TensorView> outputs);
+// The most peers alltoall_direct sends to and receives from in one step.
+constexpr int kAllToAllDirectPeers = 32;
+void alltoall_direct(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
+                     std::span<const TensorView> outputs);
 
 // --- gather/scatter through the root (outputs/inputs used on the root only) ---
 void gather_linear(Transport& t, const OpContext& op, TensorView input, std::span<const TensorView> outputs, int root);

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "collectives/algorithms.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 #include "spmd/error.hpp"
@@ -87,6 +88,16 @@ class Schedule {
     const double l = layout_.per_host, p = p_;
     const double net_t = p > l ? m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
     const double local_t = l > 1 ? m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
+    return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
+  }
+
+  // alltoall_direct.cpp: exchange() in steps of up to kAllToAllDirectPeers peers; the bytes of
+  // the whole exchange, each step's latency, every message's overhead.
+  double direct_all_to_all(double block) const {
+    const int steps = (p_ - 1 + kAllToAllDirectPeers - 1) / kAllToAllDirectPeers;
+    const double l = layout_.per_host, p = p_;
+    const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * block / m_.net.bytes_per_s : 0.0;
+    const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * block / m_.host.bytes_per_s : 0.0;
     return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
   }
 
@@ -335,17 +346,18 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
       break;
     case Collective::ReduceScatter:  // bytes: the whole input
       if (a == "ring") return s.ring(s.size() - 1, bytes / p);
-      if (a == "direct") return s.exchange(bytes / p);
+      if (a == "direct") return s.direct_all_to_all(bytes / p);
       if (a == "hier")  // pack, reduce on the host, reduce-scatter by host, scatter on the host
         return s.copy(bytes) + s.on_host(bytes) + lead.ring(lead.size() - 1, bytes / lead.size()) +
                s.at_leader(s.per_host() * bytes / p);
       break;
     case Collective::AllToAll:
       if (a == "pairwise") return s.pairwise(bytes / p);
+      if (a == "direct") return s.direct_all_to_all(bytes / p);
       if (a == "hier") {  // bytes: one rank's whole input; pack, gather, sort, exchange, sort, scatter, unpack
         const double host_rows = s.per_host() * bytes;
         return 2 * s.copy(bytes) + 2 * s.at_leader(host_rows) + 2 * s.copy(host_rows) +
-               lead.pairwise(s.per_host() * s.per_host() * bytes / p);
+               lead.direct_all_to_all(s.per_host() * s.per_host() * bytes / p);
       }
       break;
     case Collective::Barrier:

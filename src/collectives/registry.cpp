@@ -103,6 +103,9 @@ const Algorithm kAlgorithms[] = {
     {Collective::AllToAll, "pairwise",
      [](AlgoContext& c, const CollArgs& a) { alltoall_pairwise(c.net, c.op, a.blocks, a.blocks2); }, kNeedNothing,
      "P-1 perfect matchings"},
+    {Collective::AllToAll, "direct",
+     [](AlgoContext& c, const CollArgs& a) { alltoall_direct(c.net, c.op, a.blocks, a.blocks2); }, kNeedNothing,
+     "one step, every peer at once"},
     {Collective::Barrier, "dissemination", [](AlgoContext& c, const CollArgs&) { barrier_dissemination(c.net, c.op); },
      kNeedNothing, "ceil(log2 P) rounds"},
 };

@@ -79,6 +79,34 @@ int check(spmd::ProcessGroup& w) {
   return 0;
 }
 
+// all_to_all alone, even and uneven (rank i sends i + j + 1 values to rank j), for groups too
+// large for the whole check on two cores.
+int all_to_all_only(spmd::ProcessGroup& w) {
+  const int p = w.size(), r = w.rank();
+  for (size_t block : {size_t(1), size_t(40000)}) {
+    std::vector<int32_t> in(block * static_cast<size_t>(p)), out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in[i] = r * 1000000 + static_cast<int32_t>(i);
+    w.all_to_all(out, in);
+    for (int j = 0; j < p; ++j)
+      for (size_t k = 0; k < block; ++k)
+        if (out[static_cast<size_t>(j) * block + k] != j * 1000000 + static_cast<int32_t>(static_cast<size_t>(r) * block + k))
+          return fail("all_to_all of " + std::to_string(block) + " per block, from rank " + std::to_string(j));
+  }
+  std::vector<size_t> in_splits, out_splits;
+  for (int j = 0; j < p; ++j) {
+    in_splits.push_back(static_cast<size_t>(r + j + 1));
+    out_splits.push_back(static_cast<size_t>(j + r + 1));
+  }
+  std::vector<int32_t> in, out(static_cast<size_t>(p) * static_cast<size_t>(r + 1) + static_cast<size_t>(p * (p - 1) / 2));
+  for (int j = 0; j < p; ++j) in.insert(in.end(), in_splits[static_cast<size_t>(j)], r * 1000 + j);
+  w.all_to_all(out, in, out_splits, in_splits);
+  size_t at = 0;
+  for (int j = 0; j < p; ++j)
+    for (size_t k = 0; k < out_splits[static_cast<size_t>(j)]; ++k, ++at)
+      if (out[at] != j * 1000 + r) return fail("uneven all_to_all from rank " + std::to_string(j));
+  return 0;
+}
+
 int die_mid_op(spmd::ProcessGroup& w) {
   std::vector<float> v(1 << 16, 1.0f);
   w.all_reduce(v);  // everyone connected and in step
@@ -143,7 +171,10 @@ int main(int argc, char** argv) {
     spmd::ProcessGroup& w = spmd::init(init);
     if (!spmd::is_initialized() || &spmd::world() != &w) return fail("world() after init()");
     int rank = w.rank();
-    int rc = mode == "die-mid-op" ? die_mid_op(w) : mode == "stopped-root" ? stopped_root(w) : check(w);
+    int rc = mode == "die-mid-op"     ? die_mid_op(w)
+             : mode == "stopped-root" ? stopped_root(w)
+             : mode == "all-to-all"   ? all_to_all_only(w)
+                                      : check(w);
     spmd::destroy();
     if (spmd::is_initialized()) return fail("still initialised after destroy()");
     if (rc == 0 && mode == "check") std::printf("rank %d ok\n", rank);

@@ -40,6 +40,20 @@ TEST(MultiProcess, RepresentativeCollectives) {
   }
 }
 
+// The direct all_to_all sends to at most kAllToAllDirectPeers (32) peers a step: 35 ranks take
+// two steps (32 peers, then 2), even and uneven.
+TEST(MultiProcess, DirectAllToAllInSteps) {
+  const int world = 35;
+  int port = free_port();
+  std::vector<Child> ranks;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> env = rank_env(r, world, port);
+    env.push_back("SPMD_ALGO=all_to_all=direct");
+    ranks.emplace_back(std::vector<std::string>{SPMD_WORKER, "all-to-all"}, env);
+  }
+  for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(120)), 0) << "rank " << r;
+}
+
 TEST(MultiProcess, InitMethodsTcpAndFile) {
   const int world = 3;
   char dir_template[] = "/tmp/spmd-init-XXXXXX";
