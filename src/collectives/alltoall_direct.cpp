@@ -3,7 +3,7 @@
 // synchronisations: across hosts, pairwise on 3 x 1 (steps to r+1, then to r-1) ran in spells
 // at half the links' rate, a rank that started step 2 early sharing a peer's inbound link with
 // that peer's step-1 sender while another link idled (1 MiB over 1 Gbit/s: 6.0 ms in some
-// spells of calls, 10-11.6 ms in others, within one job; the ring all_gather of the same bytes
+// spells of calls, 9-11.7 ms in others, within one job; the ring all_gather of the same bytes
 // 5.9-6.0 throughout). Here every link carries all of its flows for the whole call, and TCP
 // shares it among them. Up to kAllToAllDirectPeers peers at a time (the rest in further steps
 // of as many), so a rank of a large group does not open thousands of flows at once (MPICH's
