@@ -83,22 +83,18 @@ class Schedule {
                     cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0);
   }
 
-  // Every rank sends `bytes` to every other rank at once.
-  double exchange(double bytes) const {
+  // Every rank sends `bytes` to every other rank, all at once (`steps` = 1) or spread over
+  // `steps` steps (each pays the latency; the bytes and messages are the same).
+  double exchange(double bytes, int steps = 1) const {
     const double l = layout_.per_host, p = p_;
-    const double net_t = p > l ? m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
-    const double local_t = l > 1 ? m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
+    const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
+    const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
     return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
   }
 
-  // alltoall_direct.cpp: exchange() in steps of up to kAllToAllDirectPeers peers; the bytes of
-  // the whole exchange, each step's latency, every message's overhead.
+  // alltoall_direct.cpp: the exchange in steps of up to kAllToAllDirectPeers peers.
   double direct_all_to_all(double block) const {
-    const int steps = (p_ - 1 + kAllToAllDirectPeers - 1) / kAllToAllDirectPeers;
-    const double l = layout_.per_host, p = p_;
-    const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * block / m_.net.bytes_per_s : 0.0;
-    const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * block / m_.host.bytes_per_s : 0.0;
-    return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
+    return exchange(block, (p_ - 1 + kAllToAllDirectPeers - 1) / kAllToAllDirectPeers);
   }
 
   // A shared-memory phase on every host moving `bytes` per rank (a reduce to or a broadcast
@@ -346,7 +342,7 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
       break;
     case Collective::ReduceScatter:  // bytes: the whole input
       if (a == "ring") return s.ring(s.size() - 1, bytes / p);
-      if (a == "direct") return s.direct_all_to_all(bytes / p);
+      if (a == "direct") return s.exchange(bytes / p);
       if (a == "hier")  // pack, reduce on the host, reduce-scatter by host, scatter on the host
         return s.copy(bytes) + s.on_host(bytes) + lead.ring(lead.size() - 1, bytes / lead.size()) +
                s.at_leader(s.per_host() * bytes / p);

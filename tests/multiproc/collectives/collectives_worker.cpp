@@ -10,6 +10,8 @@
 //                 SPMD_TEST_GO_FILE exists), and exits 0 only if its buffer still holds what
 //                 it wrote: nothing of the failed call may land in it after it returned.
 //                 (The root is rank 1 because rank 0 hosts the store the hang report uses.)
+//   all-to-all  — all_to_all alone, even and uneven (some blocks empty), for groups too large
+//                 for `check` on two cores
 #include <unistd.h>
 
 #include <cstdio>
@@ -79,31 +81,38 @@ int check(spmd::ProcessGroup& w) {
   return 0;
 }
 
-// all_to_all alone, even and uneven (rank i sends i + j + 1 values to rank j), for groups too
-// large for the whole check on two cores.
+// all_to_all alone (the `all-to-all` mode): each element says its source, destination and
+// offset, so a block delivered to the wrong place cannot pass.
 int all_to_all_only(spmd::ProcessGroup& w) {
   const int p = w.size(), r = w.rank();
+  auto value = [p](int src, int dst, size_t k) { return static_cast<int32_t>((src * p + dst) * 50000 + static_cast<int>(k)); };
   for (size_t block : {size_t(1), size_t(40000)}) {
     std::vector<int32_t> in(block * static_cast<size_t>(p)), out(in.size());
-    for (size_t i = 0; i < in.size(); ++i) in[i] = r * 1000000 + static_cast<int32_t>(i);
+    for (int j = 0; j < p; ++j)
+      for (size_t k = 0; k < block; ++k) in[static_cast<size_t>(j) * block + k] = value(r, j, k);
     w.all_to_all(out, in);
     for (int j = 0; j < p; ++j)
       for (size_t k = 0; k < block; ++k)
-        if (out[static_cast<size_t>(j) * block + k] != j * 1000000 + static_cast<int32_t>(static_cast<size_t>(r) * block + k))
+        if (out[static_cast<size_t>(j) * block + k] != value(j, r, k))
           return fail("all_to_all of " + std::to_string(block) + " per block, from rank " + std::to_string(j));
   }
+  // Uneven: rank i sends (i + j) % 3 + j values to rank j (empty blocks among them).
+  auto count = [](int src, int dst) { return static_cast<size_t>((src + dst) % 3 + dst); };
   std::vector<size_t> in_splits, out_splits;
+  std::vector<int32_t> in;
   for (int j = 0; j < p; ++j) {
-    in_splits.push_back(static_cast<size_t>(r + j + 1));
-    out_splits.push_back(static_cast<size_t>(j + r + 1));
+    in_splits.push_back(count(r, j));
+    out_splits.push_back(count(j, r));
+    for (size_t k = 0; k < count(r, j); ++k) in.push_back(value(r, j, k));
   }
-  std::vector<int32_t> in, out(static_cast<size_t>(p) * static_cast<size_t>(r + 1) + static_cast<size_t>(p * (p - 1) / 2));
-  for (int j = 0; j < p; ++j) in.insert(in.end(), in_splits[static_cast<size_t>(j)], r * 1000 + j);
+  size_t total = 0;
+  for (size_t n : out_splits) total += n;
+  std::vector<int32_t> out(total);
   w.all_to_all(out, in, out_splits, in_splits);
   size_t at = 0;
   for (int j = 0; j < p; ++j)
     for (size_t k = 0; k < out_splits[static_cast<size_t>(j)]; ++k, ++at)
-      if (out[at] != j * 1000 + r) return fail("uneven all_to_all from rank " + std::to_string(j));
+      if (out[at] != value(j, r, k)) return fail("uneven all_to_all from rank " + std::to_string(j));
   return 0;
 }
 

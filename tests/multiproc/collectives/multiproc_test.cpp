@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 #include "../../common/child_process.hpp"
+#include "collectives/algorithms.hpp"
 #include "../../common/free_port.hpp"
 
 namespace {
@@ -40,10 +41,10 @@ TEST(MultiProcess, RepresentativeCollectives) {
   }
 }
 
-// The direct all_to_all sends to at most kAllToAllDirectPeers (32) peers a step: 35 ranks take
-// two steps (32 peers, then 2), even and uneven.
+// The direct all_to_all sends to at most kAllToAllDirectPeers peers a step: 3 ranks more than
+// that take two steps (all those peers, then 2), even and uneven.
 TEST(MultiProcess, DirectAllToAllInSteps) {
-  const int world = 35;
+  const int world = spmd::algo::kAllToAllDirectPeers + 3;
   int port = free_port();
   std::vector<Child> ranks;
   for (int r = 0; r < world; ++r) {

@@ -225,11 +225,16 @@ TEST(Select, AcrossHostsTheModelDecides) {
     EXPECT_EQ(cheapest_among_hosts(Collective::AllGather, 64 << 20, 4, net_model()), "ring");
     // all_to_all of small blocks among 8 hosts x 8 ranks: hier's one message per pair of hosts
     // beats 63 steps that each pay the latency; large blocks are not worth four local copies,
-    // and the flat exchange sends them in two steps of 32 peers (direct), not pairwise's 63.
+    // and the flat exchange sends them in two steps (32 peers, then 31: direct), not pairwise's 63.
     EXPECT_EQ(std::string(select(Collective::AllToAll, 64 * 64, hosts(8, 8)).name), "hier");
     EXPECT_EQ(std::string(select(Collective::AllToAll, 64 << 20, hosts(8, 8)).name), "direct");
     EXPECT_LT(*predict_seconds(Collective::AllToAll, "direct", 64 << 20, Layout{8, 8}, net_model()),
               *predict_seconds(Collective::AllToAll, "pairwise", 64 << 20, Layout{8, 8}, net_model()));
+    // reduce_scatter's direct is one step with every peer however many there are; all_to_all's
+    // takes a second step (one more latency) beyond 33 ranks.
+    const double rs = *predict_seconds(Collective::ReduceScatter, "direct", 64 * 64, Layout{8, 8}, net_model());
+    const double a2a = *predict_seconds(Collective::AllToAll, "direct", 64 * 64, Layout{8, 8}, net_model());
+    EXPECT_NEAR(a2a - rs, net_model().net.latency_s, 1e-12);
   }
   {
     // A network faster than the hosts' memory: the local phases of hier no longer pay.
