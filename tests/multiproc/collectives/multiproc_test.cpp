@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 #include "../../common/child_process.hpp"
-#include "collectives/algorithms.hpp"
 #include "../../common/free_port.hpp"
+#include "collectives/algorithms.hpp"
 
 namespace {
 
