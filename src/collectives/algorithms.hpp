@@ -45,6 +45,10 @@ void alltoall_pairwise(Transport& t, const OpContext& op, std::span<const Tensor
 constexpr int kAllToAllDirectPeers = 32;
 void alltoall_direct(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
                      std::span<const TensorView> outputs);
+// Both: the exchange with the peers at distances 1, 2, ... (to r + k, from r - k), up to
+// `peers_per_step` of them in each step (pairwise: 1).
+void alltoall_in_steps(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
+                       std::span<const TensorView> outputs, int peers_per_step);
 
 // --- gather/scatter through the root (outputs/inputs used on the root only) ---
 void gather_linear(Transport& t, const OpContext& op, TensorView input, std::span<const TensorView> outputs, int root);

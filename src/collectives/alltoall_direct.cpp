@@ -16,23 +16,28 @@
 
 namespace spmd::algo {
 
-void alltoall_direct(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
-                     std::span<const TensorView> outputs) {
+void alltoall_in_steps(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
+                       std::span<const TensorView> outputs, int peers_per_step) {
   const int p = t.size(), r = t.rank();
   const auto ur = static_cast<size_t>(r);
   if (outputs[ur].bytes()) std::memcpy(outputs[ur].data, inputs[ur].data, outputs[ur].bytes());
-  std::vector<SendPart> sends;
-  std::vector<RecvPart> recvs;
-  for (int first = 1; first < p; first += kAllToAllDirectPeers) {  // peers at distances first, first + 1, ...
+  thread_local std::vector<SendPart> sends;  // kept: no allocation a call once grown
+  thread_local std::vector<RecvPart> recvs;
+  for (int first = 1; first < p; first += peers_per_step) {  // peers at distances first, first + 1, ...
     sends.clear();
     recvs.clear();
-    for (int k = first; k < p && k < first + kAllToAllDirectPeers; ++k) {
+    for (int k = first; k < p && k < first + peers_per_step; ++k) {
       const auto to = static_cast<size_t>((r + k) % p), from = static_cast<size_t>((r - k + p) % p);
       sends.push_back(SendPart{static_cast<int>(to), inputs[to].data, inputs[to].bytes()});
       recvs.push_back(RecvPart{static_cast<int>(from), outputs[from].data, outputs[from].bytes()});
     }
     t.run(sends, recvs, op);
   }
+}
+
+void alltoall_direct(Transport& t, const OpContext& op, std::span<const TensorView> inputs,
+                     std::span<const TensorView> outputs) {
+  alltoall_in_steps(t, op, inputs, outputs, kAllToAllDirectPeers);
 }
 
 }  // namespace spmd::algo
