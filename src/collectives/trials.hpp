@@ -9,10 +9,13 @@
 // group's first calls of that collective in that size class (the bytes' power of two) run each
 // of them in turn: `rounds` rounds that each visit every candidate once, in an order that
 // rotates from round to round (a slow spell of the machine falls on all of them). A visit is
-// two calls, the second timed: a call that follows another algorithm's pays for the switch
+// three calls, the last timed: a call that follows another algorithm's pays for the switch
 // (3 x 2 ranks, 1 MiB at 1 Gbit/s: hier took 14-18 ms after ring or halving-doubling, 11.7 ms
-// after hier), and back to back is how a loop runs them. Each rank keeps its median per
-// candidate; the slowest rank's
+// after hier), and the ranks' calls settle back into step over more than one call (3 x 1 over
+// 1 Gbit/s + 200 us, 8 B: recursive doubling's second call of a visit read 0.88-0.95 ms, its
+// third 0.58-0.61, what it takes in a loop, 0.54-0.58; timed at the second, the trials left
+// it for direct, 0.64-0.68 in a loop), and back to back is how a loop runs them. Each rank
+// keeps its median per candidate; the slowest rank's
 // medians (one small all_reduce of max among the group, which the backend runs) decide: the
 // fastest serves the class from then on, unless the model's first is within kKeep of it.
 // Every rank makes the same calls in the same order, so every rank tries, and settles on, the
@@ -44,7 +47,7 @@ class Trials {
   // (8 B on 3 x 2 ranks, 2 cores: 0.19-0.98 ms a call in trials, 0.13 ms in a loop).
   static constexpr double kMinTrialSeconds = 200e-6;
   static constexpr int kDefaultRounds = 3;
-  static constexpr size_t kCallsPerVisit = 2;  // the last one timed
+  static constexpr size_t kCallsPerVisit = 3;  // the last one timed
 
   // The calls a size class with `candidates` spends on its trials.
   size_t calls_per_class(size_t candidates) const { return static_cast<size_t>(rounds_) * candidates * kCallsPerVisit; }

@@ -184,14 +184,14 @@ for rate in ${rates//,/ }; do
           # run's small messages through at memory speed; the steady state is what a job sees.
           # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
           # cores, differed up to 2x between two jobs of one algorithm.
-          # Larger ones 19, every row alike: the default's trials (trials.hpp: up to 3 rounds of
-          # 3 candidates, 2 calls each) settle within them, and a forced row timed after one
+          # Larger ones 28, every row alike: the default's trials (trials.hpp: up to 3 rounds of
+          # 3 candidates, 3 calls each) settle within them, and a forced row timed after one
           # call can catch a job before its steady state: pairwise all_to_all of 1 MiB on 3 x 1
           # with 200 us links took 7.1 ms after one warm-up call in one job, 12.0 in the next,
           # and 11.4-12.4 after 19 or 60 (2026-11-28); the default, after 19, read 11.3 against
           # the forced row's 6.6.
           for part in small large; do
-            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 19)
+            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 28)
             iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
@@ -266,11 +266,11 @@ if ((smoke)); then
 fi
 
 # SPMD_DEBUG=INFO says the model, each choice with the predictions, and the trials of the near
-# ties (rank 0 of the group): 19 calls, after 18 of trials (3 rounds of 2 calls of hier, ring
+# ties (rank 0 of the group): 28 calls, after 27 of trials (3 rounds of 3 calls of hier, ring
 # and halving_doubling, which the model prices within 2x at 1 MiB).
 info_job() {
   per_node_job info 3 env SPMD_DEBUG=INFO SPMD_NET=net=1Gbit@50us "$SPMDRUN" --nnodes 3 --node-rank @NODE@ \
-    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 19 -w 0
+    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 28 -w 0
 }
 info_job || fail "the INFO run failed: $(all_output info | tail -20)"
 output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 50 us' ||

@@ -47,7 +47,7 @@ std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t by
   for (size_t call = 0; call < calls; ++call) {
     const Algorithm* a = trials.choose(c, bytes, g);
     if (ran) ran->push_back(a);
-    EXPECT_EQ(trials.timing(), call % 2 == 1) << "call " << call;
+    EXPECT_EQ(trials.timing(), call % Trials::kCallsPerVisit == Trials::kCallsPerVisit - 1) << "call " << call;
     size_t slot = 0;
     while (slot < n && candidates[slot] != a) ++slot;
     EXPECT_LT(slot, n) << "call " << call << " ran " << (a ? a->name : "nothing") << ", not a candidate";
@@ -68,8 +68,9 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   ASSERT_GE(candidates.size(), 2u) << "the model should price two all_reduce algorithms near at 64 KiB here";
   const size_t n = candidates.size();
   for (size_t round = 0; round < 3; ++round)  // every candidate once per round, the order rotating,
-    for (size_t i = 0; i < n; ++i)             // two calls each
-      for (size_t j = 0; j < 2; ++j) EXPECT_EQ(ran[(round * n + i) * 2 + j], candidates[(i + round) % n]) << round << " " << i;
+    for (size_t i = 0; i < n; ++i)             // kCallsPerVisit calls each
+      for (size_t j = 0; j < Trials::kCallsPerVisit; ++j)
+        EXPECT_EQ(ran[(round * n + i) * Trials::kCallsPerVisit + j], candidates[(i + round) % n]) << round << " " << i;
   std::vector<double> medians = trials.medians();
   ASSERT_EQ(medians.size(), n);
   EXPECT_DOUBLE_EQ(medians[1], 1e-3);
