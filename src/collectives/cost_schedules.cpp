@@ -15,6 +15,7 @@
 
 #include "collectives/algorithms.hpp"
 #include "collectives/cost_model.hpp"
+#include "collectives/cost_programs.hpp"
 #include "collectives/hier/hier_common.hpp"
 #include "spmd/error.hpp"
 
@@ -123,51 +124,58 @@ class Schedule {
 
   // Recursive doubling and halving-doubling (allreduce_recursive_doubling.cpp /
   // _halving_doubling.cpp; P not a power of two: the first 2(P - P') ranks fold in pairs first
-  // and hand the result back at the end). Priced by dependency, not step by step: a message
-  // leaves once its sender holds what it carries (the messages it received in its earlier
-  // steps), so a rank that did not fold sends its first exchange beside the fold, and the
-  // messages that leave at the same level share the links. On 3 ranks that is 2 latencies, not
-  // 3 (3 x 1 over 1 Gbit/s + 200 us, 8 B: 609 us measured, priced 807 as 3 steps, so the model
-  // chose direct, which took 682-710), and 4 transfers of the vector at 1 MiB, not 3: the
-  // folded rank receives the fold and its partner's vector at once, then sends its result both
-  // ways (34.6 ms measured; 3 steps were priced 27.5).
+  // and hand the result back at the end). Every rank's k-th step is the same phase (ranks that
+  // do not fold pass those steps), and the price is the lower of two readings: every message
+  // leaving as soon as its sender may (critical_path(): on 3 ranks the rank that did not fold
+  // sends beside the fold, 2 latencies, not 3: over 1 Gbit/s + 200 us, 8 B took 609 us, priced
+  // 807 in lockstep, so the model chose direct, which took 682-710), or the phases in
+  // lockstep, each waiting for the last (3 x 2, 1 MiB: 27.1 ms measured, 28.6 in lockstep, 38.2
+  // with the early messages sharing the links; on 3 x 1, 34.6, where the early reading's 35.8 is
+  // the closer and lockstep's 27.5 still within a quarter).
   double doubling(double bytes, bool halving) const {
     int pow2 = 1;
     while (pow2 * 2 <= p_) pow2 *= 2;
     const int rem = p_ - pow2;
     auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
-    std::vector<int> ready(static_cast<size_t>(p_));  // the level at which a rank's next message leaves
-    std::vector<std::vector<Flow>> levels;
-    // One step of every rank at once: each message leaves at its sender's level and lets its
-    // receiver go on from the next.
-    auto step = [&](const std::vector<Flow>& fs) {
-      std::vector<int> next = ready;
-      for (const Flow& f : fs) {
-        const int level = ready[static_cast<size_t>(f.src)];
-        if (levels.size() <= static_cast<size_t>(level)) levels.resize(static_cast<size_t>(level) + 1);
-        levels[static_cast<size_t>(level)].push_back(f);
-        next[static_cast<size_t>(f.dst)] = std::max(next[static_cast<size_t>(f.dst)], level + 1);
-      }
-      ready = std::move(next);
-    };
-    auto xor_step = [&](int mask, double b) {
-      std::vector<Flow> fs;
-      for (int v = 0; v < pow2; ++v) fs.push_back({real(v), real(v ^ mask), b});
-      step(fs);
-    };
-    std::vector<Flow> fold;
-    for (int r = 0; r < 2 * rem; r += 2) fold.push_back({r, r + 1, bytes});
-    step(fold);
-    if (!halving) {
-      for (int mask = 1; mask < pow2; mask *= 2) xor_step(mask, bytes);
-    } else {  // reduce-scatter by halving, then all-gather by doubling: the halves' bytes
-      for (int mask = pow2 / 2; mask > 0; mask /= 2) xor_step(mask, bytes * mask / pow2);
-      for (int mask = 1; mask < pow2; mask *= 2) xor_step(mask, bytes * mask / pow2);
+    std::vector<std::vector<ProgramStep>> programs(static_cast<size_t>(p_));
+    auto rank = [&](int r) -> std::vector<ProgramStep>& { return programs[static_cast<size_t>(r)]; };
+    for (int r = 0; r < p_; ++r) rank(r).push_back({});  // the fold
+    for (int r = 0; r < 2 * rem; r += 2) {
+      rank(r).back().sends.push_back({r + 1, bytes});
+      rank(r + 1).back().receives_from.push_back(r);
     }
-    for (Flow& f : fold) std::swap(f.src, f.dst);
-    step(fold);
+    auto exchange = [&](int mask, double b) {
+      for (int r = 0; r < 2 * rem; r += 2) rank(r).push_back({});  // folded away
+      for (int v = 0; v < pow2; ++v) rank(real(v)).push_back({{{real(v ^ mask), b}}, {real(v ^ mask)}});
+    };
+    if (!halving) {
+      for (int mask = 1; mask < pow2; mask *= 2) exchange(mask, bytes);
+    } else {  // reduce-scatter by halving, then all-gather by doubling: the halves' bytes
+      for (int mask = pow2 / 2; mask > 0; mask /= 2) exchange(mask, bytes * mask / pow2);
+      for (int mask = 1; mask < pow2; mask *= 2) exchange(mask, bytes * mask / pow2);
+    }
+    for (int r = 0; r < p_; ++r) rank(r).push_back({});  // the hand-back
+    for (int r = 0; r < 2 * rem; r += 2) {
+      rank(r + 1).back().sends.push_back({r, bytes});
+      rank(r).back().receives_from.push_back(r + 1);
+    }
+    // A power of two sends nothing early (the two readings agree); beyond kEarlyRanks ranks the
+    // early reading saves one latency of log2(P) + 2 and costs a second of simulation.
+    if (rem == 0 || p_ > kEarlyRanks) return lockstep(programs);
+    return std::min(critical_path(programs, layout_, m_), lockstep(programs));
+  }
+  static constexpr int kEarlyRanks = 4096;
+
+  // Programs whose k-th steps run at once, each phase waiting for the slowest.
+  double lockstep(const std::vector<std::vector<ProgramStep>>& programs) const {
     double t = 0;
-    for (const std::vector<Flow>& level : levels) t += flows(level);
+    std::vector<Flow> fs;
+    for (size_t k = 0; k < programs.front().size(); ++k) {
+      fs.clear();
+      for (size_t r = 0; r < programs.size(); ++r)
+        for (const ProgramStep::Send& out : programs[r][k].sends) fs.push_back({static_cast<int>(r), out.to, out.bytes});
+      if (!fs.empty()) t += flows(fs);
+    }
     return t;
   }
 

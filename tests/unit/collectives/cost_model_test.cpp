@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collectives/cost_model.hpp"
+#include "collectives/cost_programs.hpp"
 #include "collectives/select.hpp"
 #include "spmd/error.hpp"
 
@@ -186,12 +187,34 @@ TEST(CostModel, BruckPaysLog2PLatencies) {
   EXPECT_NEAR(*predict_seconds(Collective::AllGather, "ring", 100, Layout{5, 1}, m), 4e-3 + 400e-9, 1e-10);
 }
 
-TEST(CostModel, DoublingSharesTheLinksOfMessagesThatLeaveTogether) {
+TEST(CostModel, CriticalPathSharesLinksAndSendsEarly) {
   const NetModel m = bandwidth_only(1e9, 1e12);
-  // 3 hosts, 1 MB: rank 1 receives rank 0's fold and rank 2's vector at once (2 MB in), then
-  // sends its result to both (2 MB out): 4 ms, where step by step the 3 steps were 3 ms.
-  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 1000000, Layout{3, 1}, m), 4e-3, 1e-9);
-  // A power of two has nothing to overlap: log2(P) steps of the whole vector.
+  // Recursive doubling on 3 hosts, 1 MB: rank 1 receives rank 0's fold and rank 2's vector at
+  // once (2 MB in), then exchanges with 2 and hands the result back to 0: 4 ms.
+  const std::vector<std::vector<ProgramStep>> rd3 = {
+      {{{{1, 1e6}}, {}}, {{}, {1}}},
+      {{{}, {0}}, {{{2, 1e6}}, {2}}, {{{0, 1e6}}, {}}},
+      {{{{1, 1e6}}, {1}}},
+  };
+  EXPECT_NEAR(critical_path(rd3, Layout{3, 1}, m), 4e-3, 1e-9);
+  // With latencies only: rank 2 sent beside the fold, so 2 latencies.
+  NetModel slow = bandwidth_only(1e15, 1e15);
+  slow.net.latency_s = 1e-3;
+  EXPECT_NEAR(critical_path(rd3, Layout{3, 1}, slow), 2e-3, 1e-8);
+  // A message ready later queues behind the ones on its link: 0 -> 1 (1 ms), then 1 forwards
+  // to 2 while 0's second message to 1 waits for its first: both 1 MB, ends at 2 ms.
+  const std::vector<std::vector<ProgramStep>> chain = {
+      {{{{1, 1e6}}, {}}, {{{1, 1e6}}, {}}},
+      {{{}, {0}}, {{{2, 1e6}}, {0}}},
+      {{{}, {1}}},
+  };
+  EXPECT_NEAR(critical_path(chain, Layout{3, 1}, m), 2e-3, 1e-9);
+  // A receive no rank sends is a bug in a schedule, said, not a hang.
+  const std::vector<std::vector<ProgramStep>> waits = {{{{}, {1}}}, {}};
+  EXPECT_THROW(critical_path(waits, Layout{2, 1}, m), Error);
+  // The price is the lower of the critical path and lockstep phases (3 transfers here).
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 1000000, Layout{3, 1}, m), 3e-3, 1e-9);
+  // A power of two has nothing to send early: log2(P) steps of the whole vector either way.
   EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 1000000, Layout{4, 1}, m), 2e-3, 1e-9);
 }
 
