@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <queue>
+#include <string>
 #include <unordered_map>
 
 #include "spmd/error.hpp"
@@ -50,7 +51,8 @@ class Run {
     for (int r = 0; r < p_; ++r) {
       if (step_[idx(r)] < programs_[idx(r)].size())
         raise(ErrorKind::InvalidArgument, "internal: the cost model's program for rank " + std::to_string(r) +
-                                              " waits for a message no rank sends (step " + std::to_string(step_[idx(r)]) + ")");
+                                              " waits for a message no rank sends (step " +
+                                              std::to_string(step_[idx(r)]) + ")");
       last = std::max(last, step_end_[idx(r)]);
     }
     return last;
@@ -59,7 +61,9 @@ class Run {
  private:
   static size_t idx(int r) { return static_cast<size_t>(r); }
   int host(int r) const { return r / layout_.per_host; }
-  uint64_t pair(int from, int to) const { return static_cast<uint64_t>(from) * static_cast<uint64_t>(p_) + static_cast<uint64_t>(to); }
+  uint64_t pair(int from, int to) const {
+    return static_cast<uint64_t>(from) * static_cast<uint64_t>(p_) + static_cast<uint64_t>(to);
+  }
 
   void enter_step(int r, double at) {
     step_end_[idx(r)] = at;
@@ -113,7 +117,8 @@ class Run {
     while (step_[idx(r)] < programs_[idx(r)].size() && unsent_[idx(r)] == 0) {
       const ProgramStep& s = programs_[idx(r)][step_[idx(r)]];
       for (size_t i = 0; i < s.receives_from.size(); ++i) {  // the k-th from a peer needs k messages there
-        const auto needed = static_cast<size_t>(std::count(s.receives_from.begin(), s.receives_from.begin() + static_cast<long>(i) + 1, s.receives_from[i]));
+        const auto first = s.receives_from.begin();
+        const auto needed = static_cast<size_t>(std::count(first, first + static_cast<long>(i) + 1, s.receives_from[i]));
         auto it = mailbox_.find(pair(s.receives_from[i], r));
         if (it == mailbox_.end() || it->second.arrived.size() - it->second.taken < needed) return;
       }

@@ -173,7 +173,8 @@ class Schedule {
     for (size_t k = 0; k < programs.front().size(); ++k) {
       fs.clear();
       for (size_t r = 0; r < programs.size(); ++r)
-        for (const ProgramStep::Send& out : programs[r][k].sends) fs.push_back({static_cast<int>(r), out.to, out.bytes});
+        for (const ProgramStep::Send& out : programs[r][k].sends)
+          fs.push_back({static_cast<int>(r), out.to, out.bytes});
       if (!fs.empty()) t += flows(fs);
     }
     return t;
