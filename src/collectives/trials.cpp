@@ -40,6 +40,10 @@ int Trials::rounds_from_env() {
   return static_cast<int>(*n);
 }
 
+double Trials::keep_margin(double first_priced, double challenger_priced) {
+  return std::clamp(challenger_priced / first_priced - 1, kTieKeep, kKeep);
+}
+
 Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const {
   Class k;
   k.collective = c;
@@ -104,7 +108,7 @@ std::string Trials::settle(std::span<const double> slowest, const GroupTraits& g
   ended_ = nullptr;
   if (!k || slowest.size() != k->candidates.size()) return "";  // no class's trials ended
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
-  if (slowest[0] <= slowest[best] * (1 + kKeep)) best = 0;
+  if (slowest[0] <= slowest[best] * (1 + keep_margin(k->predicted[0], k->predicted[best]))) best = 0;
   k->settled = k->candidates[best];
   std::string line = std::string("trials of ") + collective_name(k->collective) + " at " + class_range(k->size_class) +
                      " on " + std::to_string(group.hosts) + " hosts (up to " +

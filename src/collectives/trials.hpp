@@ -17,7 +17,7 @@
 // it for direct, 0.64-0.68 in a loop), and back to back is how a loop runs them. Each rank
 // keeps its median per candidate; the slowest rank's
 // medians (one small all_reduce of max among the group, which the backend runs) decide: the
-// fastest serves the class from then on, unless the model's first is within kKeep of it.
+// fastest serves the class from then on, unless the model's first is within keep_margin() of it.
 // Every rank makes the same calls in the same order, so every rank tries, and settles on, the
 // same algorithm (and the algorithm still travels in every frame: a rank that did not raises
 // Mismatch). SPMD_ALGO still comes first; one-host groups keep their tables (spmd-tune).
@@ -42,6 +42,13 @@ class Trials {
   // that much (4 x 2 all_to_all of 1 MiB: pairwise 18-26 ms in trials, 15 in a loop; hier
   // 23-28), and a tie the model priced is as good a choice either way.
   static constexpr double kKeep = 0.15;
+  // ...and less where the model itself set them apart by less, down to kTieKeep for a tie it
+  // cannot break: the trials then decide (3 x 2 all_reduce of 8 B over 1 Gbit/s + 200 us: hier
+  // and recursive doubling priced within 1 %, recursive doubling 11-13 % faster in a loop; 4 x 2
+  // of 1 MiB over unshaped links + 200 us: ring and hier priced within 2 %, hier 1.2x faster).
+  static constexpr double kTieKeep = 0.05;
+  // The margin by which `challenger` must beat the model's first, priced `first`.
+  static double keep_margin(double first_priced, double challenger_priced);
   static constexpr double kMaxTrialSeconds = 0.5;  // calls priced longer are not tried
   // Nor shorter: one call of tens of microseconds times the scheduler more than the algorithm
   // (8 B on 3 x 2 ranks, 2 cores: 0.19-0.98 ms a call in trials, 0.13 ms in a loop).

@@ -86,16 +86,29 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   EXPECT_TRUE(other == nullptr || other == rank_by_model(Collective::AllReduce, 40 << 10, g)[0].algorithm);
 }
 
-TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanKeep) {
+TEST(Trials, TheMarginFollowsHowFarTheModelSetThemApart) {
+  EXPECT_DOUBLE_EQ(Trials::keep_margin(1e-3, 1.002e-3), Trials::kTieKeep);  // a tie: the trials decide
+  EXPECT_NEAR(Trials::keep_margin(1e-3, 1.1e-3), 0.10, 1e-12);
+  EXPECT_DOUBLE_EQ(Trials::keep_margin(1e-3, 1.8e-3), Trials::kKeep);
+}
+
+TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanTheMargin) {
   NetGuard links(kLinks);
   const GroupTraits g = hosts(3, 2);
-  Trials trials(2);
-  auto candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 2,
-                               [](size_t slot) { return slot == 0 ? 1.14e-3 : 1e-3; });
-  ASSERT_GE(candidates.size(), 2u);
-  std::vector<double> m = trials.medians();
-  EXPECT_NE(trials.settle(m, g).find("(the model's choice)"), std::string::npos);
-  EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, g), candidates[0]);
+  const std::vector<Ranked> ranked = rank_by_model(Collective::AllReduce, 64 << 10, g);
+  ASSERT_GE(ranked.size(), 2u);
+  const double margin = Trials::keep_margin(ranked[0].seconds, ranked[1].seconds);
+  for (const double beaten_by : {margin * 0.9, margin * 1.1}) {
+    Trials trials(2);
+    auto candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 2,
+                                 [&](size_t slot) { return slot == 1 ? 1e-3 : 1e-3 * (1 + beaten_by); });
+    ASSERT_GE(candidates.size(), 2u);
+    std::vector<double> m = trials.medians();
+    const std::string line = trials.settle(m, g);
+    const bool kept = beaten_by < margin;
+    EXPECT_EQ(line.find("(the model's choice)") != std::string::npos, kept) << line;
+    EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, g), candidates[kept ? 0 : 1]) << line;
+  }
 }
 
 TEST(Trials, DecideNothingWhereTheyShouldNot) {
