@@ -43,9 +43,10 @@ class Trials {
   // 23-28), and a tie the model priced is as good a choice either way.
   static constexpr double kKeep = 0.15;
   // ...and less where the model itself set them apart by less, down to kTieKeep for a tie it
-  // cannot break: the trials then decide (3 x 2 all_reduce of 8 B over 1 Gbit/s + 200 us: hier
-  // and recursive doubling priced within 1 %, recursive doubling 11-13 % faster in a loop; 4 x 2
-  // of 1 MiB over unshaped links + 200 us: ring and hier priced within 2 %, hier 1.2x faster).
+  // cannot break: the trials then decide (4 x 2 all_reduce of 1 MiB over 1 Gbit/s + 200 us:
+  // hier priced 7 % below ring, ring 15.8-16.0 ms in trials and 15.3-15.7 in a loop, hier
+  // 17.4-18.7 and 16.1-19.2; over unshaped links + 200 us the two priced within 2 %, hier 1.2x
+  // faster in a loop).
   static constexpr double kTieKeep = 0.05;
   // The margin by which `challenger` must beat the model's first, priced `first`.
   static double keep_margin(double first_priced, double challenger_priced);
