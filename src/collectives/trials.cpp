@@ -49,8 +49,8 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   k.collective = c;
   k.size_class = size_class;
   std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
-  if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds || ranked.front().seconds < kMinTrialSeconds)
-    return k;
+  if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
+  k.visit = visit_for(ranked.front().seconds);
   for (const Ranked& r : ranked) {
     if (k.candidates.size() == kMaxCandidates || r.seconds > kNear * ranked.front().seconds) break;
     k.candidates.push_back(r.algorithm);
@@ -73,10 +73,10 @@ const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& g
   if (k.settled) return k.settled;
   const size_t n = k.candidates.size();
   if (n == 0) return nullptr;
-  // Call k.calls: visit calls / kCallsPerVisit, of round visit / n, each round's order rotated
-  // by the round; the last call of a visit is timed.
-  const size_t visit = k.calls / kCallsPerVisit, round = visit / n, slot = (visit % n + round) % n;
-  if (++k.calls % kCallsPerVisit == 0) {
+  // Call k.calls: visit calls / visit length, of round visit / n, each round's order rotated
+  // by the round; the last `timed` calls of a visit are timed.
+  const size_t visit = k.calls / k.visit.calls, round = visit / n, slot = (visit % n + round) % n;
+  if (k.calls++ % k.visit.calls >= k.visit.calls - k.visit.timed) {
     timed_ = &k;
     timed_slot_ = slot;
   }
@@ -88,7 +88,7 @@ bool Trials::record(double seconds) {
   timed_ = nullptr;
   if (!k) return false;
   k->times[timed_slot_].push_back(seconds);
-  if (k->calls < calls_per_class(k->candidates.size())) return false;
+  if (k->calls < static_cast<size_t>(rounds_) * k->candidates.size() * k->visit.calls) return false;
   ended_ = k;
   return true;
 }
@@ -113,7 +113,7 @@ std::string Trials::settle(std::span<const double> slowest, const GroupTraits& g
   std::string line = std::string("trials of ") + collective_name(k->collective) + " at " + class_range(k->size_class) +
                      " on " + std::to_string(group.hosts) + " hosts (up to " +
                      std::to_string(group.max_ranks_per_host) + " ranks each), the slowest rank's median of " +
-                     std::to_string(rounds_) + ":";
+                     std::to_string(static_cast<size_t>(rounds_) * k->visit.timed) + ":";
   for (size_t i = 0; i < slowest.size(); ++i)
     line += std::string(i ? "," : "") + " " + k->candidates[i]->name + " " + milliseconds(slowest[i]) +
             " (priced " + milliseconds(k->predicted[i]) + ")";

@@ -9,7 +9,7 @@
 // group's first calls of that collective in that size class (the bytes' power of two) run each
 // of them in turn: `rounds` rounds that each visit every candidate once, in an order that
 // rotates from round to round (a slow spell of the machine falls on all of them). A visit is
-// three calls, the last timed: a call that follows another algorithm's pays for the switch
+// three calls, the last timed (eight, the last four timed, for calls priced under kShortCall): a call that follows another algorithm's pays for the switch
 // (3 x 2 ranks, 1 MiB at 1 Gbit/s: hier took 14-18 ms after ring or halving-doubling, 11.7 ms
 // after hier), and the ranks' calls settle back into step over more than one call (3 x 1 over
 // 1 Gbit/s + 200 us, 8 B: recursive doubling's second call of a visit read 0.88-0.95 ms, its
@@ -51,14 +51,33 @@ class Trials {
   // The margin by which `challenger` must beat the model's first, priced `first`.
   static double keep_margin(double first_priced, double challenger_priced);
   static constexpr double kMaxTrialSeconds = 0.5;  // calls priced longer are not tried
-  // Nor shorter: one call of tens of microseconds times the scheduler more than the algorithm
-  // (8 B on 3 x 2 ranks, 2 cores: 0.19-0.98 ms a call in trials, 0.13 ms in a loop).
-  static constexpr double kMinTrialSeconds = 200e-6;
   static constexpr int kDefaultRounds = 3;
-  static constexpr size_t kCallsPerVisit = 3;  // the last one timed
+  // A visit: `calls` in a row of one candidate, the last `timed` of them timed.
+  struct Visit {
+    size_t calls;
+    size_t timed;
+  };
+  static constexpr Visit kVisit{3, 1};
+  // Calls the model prices under kShortCall (tens of microseconds where the links have no
+  // delay) time the scheduler as much as the links: one timed call read 0.19-0.98 ms in trials
+  // for 0.13 in a loop (8 B on 3 x 2 ranks, 2 cores). And the model cannot order them (3 x 1
+  // all_gather of 12 B at 100 Mbit/s: ring and bruck priced 29 us each, measured 86-104 and
+  // 61-81 in loops), so only the trials can choose. Their visits are eight calls, the last four
+  // timed: with four calls, two timed, the trials still read bruck slower than the ring
+  // (0.13 ms against 0.10, two jobs of three) after a visit of the other; with eight, bruck
+  // read faster in four jobs of four.
+  static constexpr double kShortCall = 200e-6;
+  static constexpr Visit kShortVisit{8, 4};
+  static constexpr Visit visit_for(double cheapest_priced) { return cheapest_priced < kShortCall ? kShortVisit : kVisit; }
+  // The most calls any size class spends on its trials with `rounds` rounds (spmd-bench's
+  // warm-up across hosts covers it).
+  static constexpr size_t most_calls(int rounds) { return static_cast<size_t>(rounds) * kMaxCandidates * kShortVisit.calls; }
 
-  // The calls a size class with `candidates` spends on its trials.
-  size_t calls_per_class(size_t candidates) const { return static_cast<size_t>(rounds_) * candidates * kCallsPerVisit; }
+  // The calls a size class with `candidates`, the cheapest priced `cheapest_priced`, spends on
+  // its trials.
+  size_t calls_per_class(size_t candidates, double cheapest_priced) const {
+    return static_cast<size_t>(rounds_) * candidates * visit_for(cheapest_priced).calls;
+  }
 
   // `rounds` timed rounds per class; 0: no trials.
   explicit Trials(int rounds = kDefaultRounds) : rounds_(rounds) {}
@@ -66,8 +85,8 @@ class Trials {
   static int rounds_from_env();
 
   // The algorithm the trials run for this call; null where they do not decide it (one host,
-  // SPMD_ALGO names one, a single candidate, uneven sizes, calls priced outside
-  // [kMinTrialSeconds, kMaxTrialSeconds]): the usual selection then.
+  // SPMD_ALGO names one, a single candidate, uneven sizes, calls priced beyond
+  // kMaxTrialSeconds): the usual selection then.
   const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group);
   // Whether the call choose() was last asked about is timed: record() wants its time then.
   bool timing() const { return timed_ != nullptr; }
@@ -86,7 +105,8 @@ class Trials {
     int size_class = 0;                        // bit width of the bytes (0 for 0 bytes)
     std::vector<const Algorithm*> candidates;  // the model's order; none: trials do not decide
     std::vector<double> predicted;             // the model's seconds for each
-    std::vector<std::vector<double>> times;    // per candidate, this rank's timed rounds
+    std::vector<std::vector<double>> times;    // per candidate, this rank's timed calls
+    Visit visit = kVisit;
     size_t calls = 0;
     const Algorithm* settled = nullptr;
   };

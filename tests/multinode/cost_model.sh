@@ -180,8 +180,9 @@ for rate in ${rates//,/ }; do
           env_algo=(SPMD_ALGO="$coll=$algo" SPMD_NET="$net")
           [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net")
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
-          # Sizes below 1 MiB get 40 untimed calls first: tbf's bucket (256 KiB) lets a short
-          # run's small messages through at memory speed; the steady state is what a job sees.
+          # Sizes below 1 MiB get 80 untimed calls first: tbf's bucket (256 KiB) lets a short
+          # run's small messages through at memory speed; the steady state is what a job sees;
+          # and the default's trials of calls priced under 0.2 ms take up to 72 (trials.hpp).
           # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
           # cores, differed up to 2x between two jobs of one algorithm.
           # Larger ones 28, every row alike: the default's trials (trials.hpp: up to 3 rounds of
@@ -191,7 +192,7 @@ for rate in ${rates//,/ }; do
           # and 11.4-12.4 after 19 or 60 (2026-11-28); the default, after 19, read 11.3 against
           # the forced row's 6.6.
           for part in small large; do
-            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 40 || echo 28)
+            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 80 || echo 28)
             iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||

@@ -38,8 +38,8 @@ const char* kUsage =
     "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
     "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
     "Without a launcher's environment it runs as a single rank. Across hosts a group's first\n"
-    "calls of each size time the cost model's near ties (SPMD_TRIALS, up to 27 calls): there\n"
-    "the warm-up is 28 calls unless -w says otherwise, so what is timed is what they settle on.\n"
+    "calls of each size time the cost model's near ties (SPMD_TRIALS, up to 72 calls): there\n"
+    "the warm-up is 73 calls unless -w says otherwise, so what is timed is what they settle on.\n"
     "Extra options:\n"
     "  --name N               name in the CSV's impl column (default spmd)\n"
     "  --plot FILE.png        also write the rows to FILE.csv and draw busbw against size with\n"
@@ -47,8 +47,9 @@ const char* kUsage =
 
 using Clock = std::chrono::steady_clock;
 
-// Trials (src/collectives/trials.hpp) spend up to 3 rounds x 3 candidates x 3 calls per size.
-constexpr int kWarmupAcrossHosts = 28;
+// Trials (src/collectives/trials.hpp) spend up to 3 rounds x 3 candidates x 8 calls per size
+// (Trials::most_calls).
+constexpr int kWarmupAcrossHosts = 73;
 
 // The launcher's LOCAL_WORLD_SIZE is less than the job's: ranks on more than one host.
 bool spans_hosts(const spmd::ProcessGroup& world) {

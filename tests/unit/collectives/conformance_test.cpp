@@ -9,6 +9,7 @@
 
 #include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
+#include "collectives/trials.hpp"
 #include "call/locality.hpp"
 #include "conformance_checks.hpp"
 
@@ -135,7 +136,9 @@ TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
     const int world = 2 * hosts;
     run_ranks(world, [&](ProcessGroup& g) {
       for (size_t n : {size_t{(64u << 10) / 4 + 3}, size_t{(300u << 10) / 4 + 1}})
-        for (int call = 0; call < 20; ++call) {  // more calls than 3 rounds x 3 candidates x 2
+        // More calls than the trials of a class take (rounds x candidates x a visit's calls), so
+        // the ranks settle on one between calls and run it after.
+        for (int call = 0; call < static_cast<int>(algo::Trials::most_calls(algo::Trials::kDefaultRounds)) + 4; ++call) {
           std::vector<float> v(n), block(n / 4 + 1), all(block.size() * static_cast<size_t>(world));
           for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(tag_of(g.rank() + call, i));
           for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<float>(tag_of(g.rank() * 7 + call, i));

@@ -39,15 +39,18 @@ template <typename Times>
 std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t bytes, const GroupTraits& g, int rounds,
                                          Times times, std::vector<const Algorithm*>* ran = nullptr) {
   std::vector<const Algorithm*> candidates;
+  const double cheapest = rank_by_model(c, bytes, g)[0].seconds;
   for (const Ranked& r : rank_by_model(c, bytes, g))
-    if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::kNear * rank_by_model(c, bytes, g)[0].seconds)
+    if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::kNear * cheapest)
       candidates.push_back(r.algorithm);
-  const size_t n = candidates.size(), calls = trials.calls_per_class(n);
-  EXPECT_EQ(calls, rounds * n * Trials::kCallsPerVisit);
+  const Trials::Visit visit = Trials::visit_for(cheapest);
+  const size_t n = candidates.size(), calls = trials.calls_per_class(n, cheapest);
+  EXPECT_EQ(calls, rounds * n * visit.calls);
+  EXPECT_LE(calls, Trials::most_calls(rounds));
   for (size_t call = 0; call < calls; ++call) {
     const Algorithm* a = trials.choose(c, bytes, g);
     if (ran) ran->push_back(a);
-    EXPECT_EQ(trials.timing(), call % Trials::kCallsPerVisit == Trials::kCallsPerVisit - 1) << "call " << call;
+    EXPECT_EQ(trials.timing(), call % visit.calls >= visit.calls - visit.timed) << "call " << call;
     size_t slot = 0;
     while (slot < n && candidates[slot] != a) ++slot;
     EXPECT_LT(slot, n) << "call " << call << " ran " << (a ? a->name : "nothing") << ", not a candidate";
@@ -67,10 +70,12 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
                           [](size_t slot) { return slot == 1 ? 1e-3 : 2e-3; }, &ran);
   ASSERT_GE(candidates.size(), 2u) << "the model should price two all_reduce algorithms near at 64 KiB here";
   const size_t n = candidates.size();
+  ASSERT_GE(rank_by_model(Collective::AllReduce, 64 << 10, g)[0].seconds, Trials::kShortCall);
+  const size_t visit = Trials::kVisit.calls;
   for (size_t round = 0; round < 3; ++round)  // every candidate once per round, the order rotating,
-    for (size_t i = 0; i < n; ++i)             // kCallsPerVisit calls each
-      for (size_t j = 0; j < Trials::kCallsPerVisit; ++j)
-        EXPECT_EQ(ran[(round * n + i) * Trials::kCallsPerVisit + j], candidates[(i + round) % n]) << round << " " << i;
+    for (size_t i = 0; i < n; ++i)             // a visit's calls each
+      for (size_t j = 0; j < visit; ++j)
+        EXPECT_EQ(ran[(round * n + i) * visit + j], candidates[(i + round) % n]) << round << " " << i;
   std::vector<double> medians = trials.medians();
   ASSERT_EQ(medians.size(), n);
   EXPECT_DOUBLE_EQ(medians[1], 1e-3);
@@ -84,6 +89,30 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   EXPECT_EQ(trials.choose(Collective::AllReduce, 70 << 10, g), candidates[1]);
   const Algorithm* other = trials.choose(Collective::AllReduce, 40 << 10, g);
   EXPECT_TRUE(other == nullptr || other == rank_by_model(Collective::AllReduce, 40 << 10, g)[0].algorithm);
+}
+
+// Calls priced under kShortCall (8 B here: tens of microseconds) are tried too, in longer
+// visits that time their last four calls: each candidate's median is of rounds x 4 readings.
+TEST(Trials, ShortCallsAreTriedInLongerVisits) {
+  NetGuard links(kLinks);
+  const GroupTraits g = hosts(3, 2);
+  ASSERT_LT(rank_by_model(Collective::AllReduce, 8, g)[0].seconds, Trials::kShortCall);
+  Trials trials(3);
+  std::vector<const Algorithm*> ran;
+  auto candidates = run_trials(trials, Collective::AllReduce, 8, g, 3,
+                               [](size_t slot) { return slot == 1 ? 20e-6 : 60e-6; }, &ran);
+  ASSERT_GE(candidates.size(), 2u) << "the model should price two all_reduce algorithms near at 8 B here";
+  const size_t n = candidates.size(), visit = Trials::kShortVisit.calls;
+  ASSERT_EQ(ran.size(), 3 * n * visit);
+  for (size_t v = 0; v < 3 * n; ++v)
+    for (size_t j = 1; j < visit; ++j) EXPECT_EQ(ran[v * visit + j], ran[v * visit]) << "visit " << v;
+  std::vector<double> medians = trials.medians();
+  ASSERT_EQ(medians.size(), n);
+  EXPECT_DOUBLE_EQ(medians[0], 60e-6);
+  EXPECT_DOUBLE_EQ(medians[1], 20e-6);
+  const std::string line = trials.settle(medians, g);
+  EXPECT_NE(line.find("median of 12"), std::string::npos) << line;
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 8, g), candidates[1]) << line;
 }
 
 TEST(Trials, TheMarginFollowsHowFarTheModelSetThemApart) {
@@ -124,8 +153,7 @@ TEST(Trials, DecideNothingWhereTheyShouldNot) {
   }
   Trials off(0);  // SPMD_TRIALS=0
   EXPECT_EQ(off.choose(Collective::AllReduce, 64 << 10, hosts(3, 2)), nullptr);
-  // Priced below kMinTrialSeconds (8 B) or beyond kMaxTrialSeconds: not tried.
-  EXPECT_EQ(trials.choose(Collective::AllReduce, 8, hosts(3, 2)), nullptr);
+  // Priced beyond kMaxTrialSeconds: not tried.
   NetGuard slow("net=10Mbit@2ms");
   EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 20, hosts(3, 2)), nullptr);
   EXPECT_FALSE(trials.timing());
