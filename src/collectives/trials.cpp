@@ -88,7 +88,7 @@ bool Trials::record(double seconds) {
   timed_ = nullptr;
   if (!k) return false;
   k->times[timed_slot_].push_back(seconds);
-  if (k->calls < static_cast<size_t>(rounds_) * k->candidates.size() * k->visit.calls) return false;
+  if (k->calls < calls_per_class(k->candidates.size(), k->visit)) return false;
   ended_ = k;
   return true;
 }

@@ -9,7 +9,8 @@
 // group's first calls of that collective in that size class (the bytes' power of two) run each
 // of them in turn: `rounds` rounds that each visit every candidate once, in an order that
 // rotates from round to round (a slow spell of the machine falls on all of them). A visit is
-// three calls, the last timed (eight, the last four timed, for calls priced under kShortCall): a call that follows another algorithm's pays for the switch
+// three calls, the last timed (eight, the last four timed, for calls priced under kShortCall):
+// a call that follows another algorithm's pays for the switch
 // (3 x 2 ranks, 1 MiB at 1 Gbit/s: hier took 14-18 ms after ring or halving-doubling, 11.7 ms
 // after hier), and the ranks' calls settle back into step over more than one call (3 x 1 over
 // 1 Gbit/s + 200 us, 8 B: recursive doubling's second call of a visit read 0.88-0.95 ms, its
@@ -23,6 +24,7 @@
 // Mismatch). SPMD_ALGO still comes first; one-host groups keep their tables (spmd-tune).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -68,15 +70,18 @@ class Trials {
   // read faster in four jobs of four.
   static constexpr double kShortCall = 200e-6;
   static constexpr Visit kShortVisit{8, 4};
-  static constexpr Visit visit_for(double cheapest_priced) { return cheapest_priced < kShortCall ? kShortVisit : kVisit; }
+  static constexpr Visit visit_for(double cheapest_priced) {
+    return cheapest_priced < kShortCall ? kShortVisit : kVisit;
+  }
   // The most calls any size class spends on its trials with `rounds` rounds (spmd-bench's
   // warm-up across hosts covers it).
-  static constexpr size_t most_calls(int rounds) { return static_cast<size_t>(rounds) * kMaxCandidates * kShortVisit.calls; }
+  static constexpr size_t most_calls(int rounds) {
+    return static_cast<size_t>(rounds) * kMaxCandidates * std::max(kVisit.calls, kShortVisit.calls);
+  }
 
-  // The calls a size class with `candidates`, the cheapest priced `cheapest_priced`, spends on
-  // its trials.
-  size_t calls_per_class(size_t candidates, double cheapest_priced) const {
-    return static_cast<size_t>(rounds_) * candidates * visit_for(cheapest_priced).calls;
+  // The calls a size class with `candidates` spends on its trials in visits of `visit`.
+  size_t calls_per_class(size_t candidates, Visit visit) const {
+    return static_cast<size_t>(rounds_) * candidates * visit.calls;
   }
 
   // `rounds` timed rounds per class; 0: no trials.

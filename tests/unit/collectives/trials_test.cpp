@@ -44,7 +44,7 @@ std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t by
     if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::kNear * cheapest)
       candidates.push_back(r.algorithm);
   const Trials::Visit visit = Trials::visit_for(cheapest);
-  const size_t n = candidates.size(), calls = trials.calls_per_class(n, cheapest);
+  const size_t n = candidates.size(), calls = trials.calls_per_class(n, visit);
   EXPECT_EQ(calls, rounds * n * visit.calls);
   EXPECT_LE(calls, Trials::most_calls(rounds));
   for (size_t call = 0; call < calls; ++call) {
