@@ -43,7 +43,11 @@ const char* kUsage =
     "Extra options:\n"
     "  --name N               name in the CSV's impl column (default spmd)\n"
     "  --plot FILE.png        also write the rows to FILE.csv and draw busbw against size with\n"
-    "                         bench/plot.py (needs /usr/bin/python3 with matplotlib)";
+    "                         bench/plot.py (needs /usr/bin/python3 with matplotlib)\n"
+    "  --sync                 a barrier before each timed call (as OSU's latency tests): the time\n"
+    "                         of one call from a common start, what spmd-sim predicts, instead of\n"
+    "                         a loop's, where a rooted or pipelined call's ranks run ahead into\n"
+    "                         the next call";
 
 using Clock = std::chrono::steady_clock;
 
@@ -69,7 +73,7 @@ int64_t total_wrong(spmd::ProcessGroup& world, int64_t wrong) {
   return wrong;
 }
 
-bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t bytes) {
+bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t bytes, bool sync) {
   spmd::DType dtype = spmd_bench::parse_dtype(o.dtype);
   spmd::ReduceOp op = spmd_bench::parse_op(o.op);
   int n = world.size();
@@ -87,6 +91,7 @@ bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t b
   std::vector<double> times;
   times.reserve(static_cast<size_t>(o.iters));
   for (int i = 0; i < o.iters; ++i) {
+    if (sync) world.barrier();
     auto t0 = Clock::now();
     c.run();
     times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
@@ -111,8 +116,13 @@ int main(int argc, char** argv) {
   bench::Options o;
   o.impl = "spmd";
   std::string plot_png;
+  bool sync = false;
   try {
     auto extra = [&](const std::string& flag, const char* value) -> int {
+      if (flag == "--sync") {
+        sync = true;
+        return 1;
+      }
       if (value == nullptr) return 0;
       if (flag == "--name") o.impl = value;
       else if (flag == "--plot") plot_png = value;
@@ -146,7 +156,7 @@ int main(int argc, char** argv) {
       bool moves_data = bench::moves_data(bench::shape_of(collective));
       std::vector<size_t> sizes = moves_data ? bench::size_list(one) : std::vector<size_t>{0};
       for (size_t bytes : sizes) {
-        bench::Row r = run_size(world, one, bytes);
+        bench::Row r = run_size(world, one, bytes, sync);
         failures += r.wrong;
         if (printer) bench::print_row(one, r);
         csv_lines.push_back(bench::csv_row(o.impl, r));

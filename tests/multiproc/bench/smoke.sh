@@ -3,6 +3,7 @@
 #   smoke.sh table   SRC                compare_table.py on compare_sample.log: bound, shares, goals
 #   smoke.sh plot    SRC                plot.py on compare_sample.log writes a PNG
 #   smoke.sh spmd-plot SRC BIN          spmd-bench --plot at P=2 writes FILE.csv and FILE.png
+#   smoke.sh spmd-sync SRC BIN          spmd-bench --sync: a barrier before each timed call
 #   smoke.sh compare SRC BUILD          compare.sh --smoke: every peer built here runs, every
 #                                       column and the plot appear, no run fails
 set -u
@@ -56,6 +57,27 @@ case $mode in
     expect "$work/spmd.csv" "spmd,reduce_scatter,2,65536,8192,f32,Sum,-,"
     expect_png "$work/spmd.png"
     ;;
+  spmd-sync)
+    bin=$3
+    # The calls each rank made, from spmdrun --trace: "broadcast N barrier M".
+    calls() {
+      python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+names = [e.get("name", "") for e in (t["traceEvents"] if isinstance(t, dict) else t) if e.get("ph") == "X"]
+print("broadcast", sum(n.startswith("broadcast") for n in names), "barrier", sum(n.startswith("barrier") for n in names))' "$1"
+    }
+    for mode in loop sync; do
+      flags=()
+      [[ $mode == sync ]] && flags=(--sync)
+      "$bin/spmdrun" --nproc-per-node 2 --trace "$work/$mode.json" "$bin/spmd-bench" "${flags[@]}" -c broadcast -s 8 \
+        -n 5 -w 0 >"$work/$mode.out" 2>&1 || fail "spmd-bench ${flags[*]} exited with $?: $(tail -5 "$work/$mode.out")"
+      grep -qE '^(\[0\]:)? +8 +2 +f32' "$work/$mode.out" || fail "spmd-bench ${flags[*]} printed no row for 8 B: $(cat "$work/$mode.out")"
+    done
+    # Per rank: the checked call and 5 timed broadcasts; one barrier before the timed ones, and
+    # with --sync one more before each of them.
+    [[ $(calls "$work/loop.json") == "broadcast 12 barrier 2" ]] || fail "loop: $(calls "$work/loop.json")"
+    [[ $(calls "$work/sync.json") == "broadcast 12 barrier 12" ]] || fail "--sync: $(calls "$work/sync.json")"
+    ;;
   compare)
     build=$3
     bash "$src/bench/compare.sh" --smoke --build "$build" --out "$work/out" --timeout 120 \
@@ -74,7 +96,7 @@ case $mode in
     ((failures == 0)) || { echo "--- compare.sh stderr:"; cat "$work/stderr"; echo "--- table:"; cat "$table"; } >&2
     ;;
   *)
-    echo "usage: smoke.sh table|plot|spmd-plot|compare SRC [BIN|BUILD]" >&2
+    echo "usage: smoke.sh table|plot|spmd-plot|spmd-sync|compare SRC [BIN|BUILD]" >&2
     exit 2
     ;;
 esac
