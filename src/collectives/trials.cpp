@@ -51,8 +51,9 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
   if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
   k.visit = visit_for(ranked.front().seconds);
+  const double near = near_for(ranked.front().seconds);
   for (const Ranked& r : ranked) {
-    if (k.candidates.size() == kMaxCandidates || r.seconds > kNear * ranked.front().seconds) break;
+    if (k.candidates.size() == kMaxCandidates || r.seconds > near * ranked.front().seconds) break;
     k.candidates.push_back(r.algorithm);
     k.predicted.push_back(r.seconds);
   }

@@ -5,8 +5,9 @@
 // the shared-memory rate a calibration reads moves 1-15 GB/s from run to run, so below 1 MiB the
 // model picked the flat ring where hier won by 1.2-1.6x, or the reverse, from one job to the next.
 //
-// So when the model prices two or more algorithms of a call within kNear of its cheapest, the
-// group's first calls of that collective in that size class (the bytes' power of two) run each
+// So when the model prices two or more algorithms of a call within kNear of its cheapest
+// (kShortNear for short calls), the group's first calls of that collective in that size class
+// (the bytes' power of two) run each
 // of them in turn: `rounds` rounds that each visit every candidate once, in an order that
 // rotates from round to round (a slow spell of the machine falls on all of them). A visit is
 // three calls, the last timed (eight, the last four timed, for calls priced under kShortCall):
@@ -38,7 +39,7 @@ namespace spmd::algo {
 
 class Trials {
  public:
-  static constexpr double kNear = 2.0;             // candidates: priced within 2x of the cheapest
+  static constexpr double kNear = 2.0;  // candidates: priced within 2x of the cheapest (kShortNear below)
   static constexpr size_t kMaxCandidates = 3;
   // The model's first stays unless beaten by 15 %: single calls of 6-8 ranks on 2 cores vary
   // that much (4 x 2 all_to_all of 1 MiB: pairwise 18-26 ms in trials, 15 in a loop; hier
@@ -72,6 +73,14 @@ class Trials {
   static constexpr Visit kShortVisit{8, 4};
   static constexpr Visit visit_for(double cheapest_priced) {
     return cheapest_priced < kShortCall ? kShortVisit : kVisit;
+  }
+  // Nor can it tell which of them are near: 3 x 1 reduce_scatter of 12 B, ring priced 26 us and
+  // direct 63 (2.4x), took 86 and 63 in loops at 1 Gbit/s, 85 and 64 at 100 Mbit/s (2.5x);
+  // all_to_all and 4 x 2 gather alike (2.2-2.5x). So short calls try what is priced within
+  // kShortNear; they cost tens of microseconds each, and kKeep still guards the model's first.
+  static constexpr double kShortNear = 3.0;
+  static constexpr double near_for(double cheapest_priced) {
+    return cheapest_priced < kShortCall ? kShortNear : kNear;
   }
   // The most calls any size class spends on its trials with `rounds` rounds (spmd-bench's
   // warm-up across hosts covers it).

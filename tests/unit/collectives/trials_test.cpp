@@ -4,6 +4,7 @@
 // hosts in conformance_test.cpp (TrialsInAGroup).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -41,7 +42,7 @@ std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t by
   std::vector<const Algorithm*> candidates;
   const double cheapest = rank_by_model(c, bytes, g)[0].seconds;
   for (const Ranked& r : rank_by_model(c, bytes, g))
-    if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::kNear * cheapest)
+    if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::near_for(cheapest) * cheapest)
       candidates.push_back(r.algorithm);
   const Trials::Visit visit = Trials::visit_for(cheapest);
   const size_t n = candidates.size(), calls = trials.calls_per_class(n, visit);
@@ -113,6 +114,26 @@ TEST(Trials, ShortCallsAreTriedInLongerVisits) {
   const std::string line = trials.settle(medians, g);
   EXPECT_NE(line.find("median of 12"), std::string::npos) << line;
   EXPECT_EQ(trials.choose(Collective::AllReduce, 8, g), candidates[1]) << line;
+}
+
+// ...and what the model prices within kShortNear (3x) of the cheapest, not kNear (2x): at 12 B
+// on 3 x 1 the ring is priced 2.4x below direct, which took 63-64 us in loops to the ring's 85-86.
+TEST(Trials, ShortCallsTryWhatIsPricedWithinThreeTimes) {
+  NetGuard links("net=113MB@13us,host=1336MB@50us,shm=5805MB@25us,msg=25us");  // 1 Gbit/s, 2026-11-29
+  const GroupTraits g = hosts(3, 1);
+  const std::vector<Ranked> ranked = rank_by_model(Collective::ReduceScatter, 12, g);
+  ASSERT_GE(ranked.size(), 2u);
+  const double ratio = ranked[1].seconds / ranked[0].seconds;
+  ASSERT_GT(ratio, Trials::kNear) << ranked[1].algorithm->name << " should be priced beyond kNear here";
+  ASSERT_LE(ratio, Trials::kShortNear);
+  Trials trials(3);
+  std::vector<const Algorithm*> ran;
+  run_trials(trials, Collective::ReduceScatter, 12, g, 3, [](size_t slot) { return slot == 1 ? 60e-6 : 90e-6; }, &ran);
+  EXPECT_NE(std::find(ran.begin(), ran.end(), ranked[1].algorithm), ran.end()) << ranked[1].algorithm->name;
+  const std::string line = trials.settle(trials.medians(), g);
+  EXPECT_EQ(trials.choose(Collective::ReduceScatter, 12, g), ranked[1].algorithm) << line;
+  // Calls priced from kShortCall keep kNear: the same ratio at 1 MiB would not be tried.
+  EXPECT_EQ(Trials::near_for(Trials::kShortCall), Trials::kNear);
 }
 
 TEST(Trials, TheMarginFollowsHowFarTheModelSetThemApart) {
