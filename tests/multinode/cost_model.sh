@@ -9,16 +9,19 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--out FILE.md]
 #   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
 #     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
+#   --sync: spmd-bench --sync, a barrier before each timed call: one call's time from a common
+#     start, what spmd-sim predicts (a loop's ranks run ahead into the next call: a chain
+#     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
-rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0
+rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=()
 collectives="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
 while (($#)); do
   case $1 in
@@ -30,6 +33,7 @@ while (($#)); do
     -n) iters=$2; shift 2 ;;
     -r) rounds=$2; shift 2 ;;
     -c) collectives=${2//,/ }; shift 2 ;;
+    --sync) sync=(--sync); shift ;;
     --out) out=$2; shift 2 ;;
     *) echo "cost_model.sh: unknown argument $1"; exit 2 ;;
   esac
@@ -66,10 +70,18 @@ bench() {
   local name=$1 nodes=$2 nproc=$3 coll=$4
   shift 4
   per_node_job "$name" "$nodes" env "$@" "$SPMDRUN" --nnodes "$nodes" --node-rank @NODE@ --nproc-per-node "$nproc" \
-    --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
+    --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" "${sync[@]}" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
     fail "spmd-bench $coll ($*) on $nodes x $nproc failed: $(all_output "$name" | tail -20)"
   sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk '/^ *[0-9]/ { if ($NF != 0) bad = 1; print $1, $6 } END { exit bad }' ||
     fail "wrong results: $(all_output "$name" | tail -20)"
+}
+
+# settled NAME: "size algorithm" for each size class whose trials settled in job NAME (rank 0's
+# SPMD_DEBUG=INFO line "trials of C at 8 B-16 B ...; direct from now on"), in bytes [lo, hi).
+settled() {
+  grep -h "trials of .* from now on" "$WORK/$1.0" 2>/dev/null | sed -E 's/.* at ([0-9]+) ([KMGi]*B)-([0-9]+) ([KMGi]*B) on .*; ([a-z_]+) from now on.*/\1 \2 \3 \4 \5/' |
+    awk 'function b(n, u) { return n * (u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : 1) }
+      { print b($1, $2), b($3, $4), $5 }'
 }
 
 # on_each_node NAME NPROC COLLECTIVE [env...]: a one-node job on every node at once (so each
@@ -99,7 +111,7 @@ smaller() { if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }';
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 b4 x4
+  local saved=$sizes n s t8 t4 h8 h4 b4 x4 sync=()  # the links as loops read them, --sync or not
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
@@ -164,6 +176,7 @@ for rate in ${rates//,/ }; do
   # capped at the rate (MN_PEAKRATE=none, as in the runs before 2026-11-27 22:00).
   label=$rate${MN_DELAY:++$MN_DELAY}
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
+  ((${#sync[@]})) && label+=+sync
   net=$(calibrate) || exit 1
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
@@ -178,7 +191,7 @@ for rate in ${rates//,/ }; do
         # itself (no SPMD_NET)
         for algo in $algos default measured; do
           env_algo=(SPMD_ALGO="$coll=$algo" SPMD_NET="$net")
-          [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net")
+          [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
           # Sizes below 1 MiB get 80 untimed calls first: tbf's bucket (256 KiB) lets a short
           # run's small messages through at memory speed; the steady state is what a job sees;
@@ -198,6 +211,11 @@ for rate in ${rates//,/ }; do
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
             sed "s/^/$label $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
+            # The trials' class holds the call's bytes: the row's size or one rank's share of it.
+            [[ $algo == default ]] && settled "b_${coll}_$algo" | awk -v p="$((nodes * nproc))" \
+              -v row="$label $layout $coll default" 'NR == FNR { lo[NR] = $1; hi[NR] = $2; a[NR] = $3; n = NR; next }
+              { for (i = 1; i <= n; i++) if (($1 >= lo[i] && $1 < hi[i]) || (int($1 / p) >= lo[i] && int($1 / p) < hi[i])) {
+                  print row, $1, "settled", a[i]; break } }' - "$WORK/bench.out" >>"$rows"
           done
           sizes=$all_sizes
         done
@@ -215,12 +233,20 @@ done
 report=$(awk '
   $2 == "calibrated" { sendrecv[$1] = $3; next }
   $6 == "predicted" { key = $1 " " $2 " " $3 " " $4 " " $5; pred[key] = $7; if (NF > 7) choice[key] = $8; next }
+  $6 == "settled" { key = $1 " " $2 " " $3 " " $4 " " $5; if (++settled[key, $7] == 1) tried[key] = tried[key] " " $7; jobs[key]++; next }
   { key = $1 " " $2 " " $3 " " $4 " " $5; n[key]++; t[key, n[key]] = $6; keys[key] = 1 }
   function median(k,   m, i, j, v, a) {
     m = n[k]; for (i = 1; i <= m; i++) a[i] = t[k, i]
     for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { v = a[i]; a[i] = a[j]; a[j] = v }
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
   END {
+    # What the default ran: the trials settled (majority of the jobs), else the model chose.
+    for (k in tried) { n2 = split(substr(tried[k], 2), alg, " "); top = ""
+      for (i = 1; i <= n2; i++) if (top == "" || settled[k, alg[i]] > settled[k, top]) top = alg[i]
+      if (settled[k, top] * 2 > jobs[k]) ran[k] = top
+      if (top != choice[k] || settled[k, top] < jobs[k]) {
+        other = top; if (top == choice[k]) for (i = 1; i <= n2; i++) if (alg[i] != top) other = alg[i]
+        trials_note[k] = sprintf(" -> %s in %d of %d", other, settled[k, other], jobs[k]) } }
     for (k in keys) { split(k, f, " "); med[k] = median(k)
       cell = f[1] " " f[2] " " f[3] " " f[5]
       if (f[4] != "default" && f[4] != "measured" && (!(cell in best) || med[k] < best[cell])) { best[cell] = med[k]; best_algo[cell] = f[4] }
@@ -231,19 +257,22 @@ report=$(awk '
       err = (k in pred) ? 100 * (pred[k] - med[k]) / med[k] : ""
       if (k in pred) { cells++; if (err <= 25 && err >= -25) within++ }
       printf "ROW| %s | %s | %s | %s%s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4],
-        (k in choice) ? " (" choice[k] ")" : "", f[5], med[k], (k in pred) ? sprintf("%.1f", pred[k]) : "-",
+        (k in choice) ? " (" choice[k] trials_note[k] ")" : "", f[5], med[k], (k in pred) ? sprintf("%.1f", pred[k]) : "-",
         (k in pred) ? sprintf("%+.0f%%", err) : "-" }
     for (c in dflt) { dcells++; ratio = dflt[c] / best[c]; if (ratio <= 1.10) dmet++; if (ratio > worst) { worst = ratio; worst_cell = c " (best " best_algo[c] ")" }
-      # judged by its choice: the forced row of the algorithm the model picks (the default row
-      # and that row time the same algorithm in different jobs; what differs is noise)
-      split(c, f, " "); base = f[1] " " f[2] " " f[3]; pk = base " default " f[4]; fk = base " " choice[pk] " " f[4]
+      # judged by its choice: the forced row of the algorithm it ran (what the model chose, or what
+      # the trials settled on in most jobs; the default row and that row time the same
+      # algorithm in different jobs; what differs is noise)
+      split(c, f, " "); base = f[1] " " f[2] " " f[3]; pk = base " default " f[4]
+      if (pk in ran) choice[pk] = ran[pk]
+      fk = base " " choice[pk] " " f[4]
       if (pk in choice && fk in med) { ccells++; cr = med[fk] / best[c]
         if (cr <= 1.10) cmet++; if (cr <= 1.5) c15++; if (cr > cworst) { cworst = cr; cworst_cell = c " (" choice[pk] ", best " best_algo[c] ")" } } }
     for (c in meas) { mcells++; if (meas[c] / best[c] <= 1.10) mmet++; if (meas[c] / best[c] > mworst) { mworst = meas[c] / best[c]; mworst_cell = c " (best " best_algo[c] ")" } }
     printf "SUMMARY predictions within 25%% of the measured median: %d of %d\n", within, cells
     printf "SUMMARY default with the links measured by the group itself (no SPMD_NET) within 10%% of the best: %d of %d cells; worst %.2fx at %s\n", mmet, mcells, mworst, mworst_cell
     printf "SUMMARY default within 10%% of the best forced algorithm: %d of %d cells; worst %.2fx at %s\n", dmet, dcells, worst, worst_cell
-    printf "SUMMARY default judged by its choice (the forced row of the algorithm it picks) within 10%% of the best: %d of %d cells, within 1.5x %d; worst %.2fx at %s\n", cmet, ccells, c15, cworst, cworst_cell
+    printf "SUMMARY default judged by its choice (the forced row of the algorithm it runs, as the trials or the model chose) within 10%% of the best: %d of %d cells, within 1.5x %d; worst %.2fx at %s\n", cmet, ccells, c15, cworst, cworst_cell
     for (c in hier) if (c in ring) { split(c, f, " "); if (f[4] >= 1048576) {
       split(f[2], lay, "x"); h = lay[1]; link = 2 * (h - 1) / h * f[4] / hier[c]  # MB/s each link carries
       printf "SUMMARY hier vs flat ring, %s: %.2fx (hier %.0f us, ring %.0f us); hier inter-host phase %.1f MB/s = %.0f%% of send/recv (%s MB/s)\n",

@@ -33,7 +33,7 @@ done
 # "label layout coll algo size us" for every forced row (not default or measured)
 rows=$(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { for (i = 2; i <= 9; ++i) gsub(/^ +| +$/, "", $i)
   if ($5 !~ /^(default|measured)/) print $2, $3, $4, $5, $6, $7
-  else if ($5 ~ /^default/) { c = $5; sub(/^default \(/, "", c); sub(/\)$/, "", c); print $2, $3, $4, "TABLE_CHOICE", $6, c } }' "$table")
+  else if ($5 ~ /^default/) { c = $5; sub(/^default \(/, "", c); sub(/\)$/, "", c); sub(/ -> .*/, "", c); print $2, $3, $4, "TABLE_CHOICE", $6, c } }' "$table")
 [[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows in $table"; exit 2; }
 # Only the labels given are judged (docs/cost_model_grid.md holds several runs, one label each).
 rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 1; i <= n; ++i) keep[l[i]] = 1 } $1 in keep' <<<"$rows")
