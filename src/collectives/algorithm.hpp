@@ -59,6 +59,9 @@ enum Need : uint32_t {
   // (from the input, while it is in cache for the peers' copies); for the others the backend
   // copies it before the algorithm runs.
   kFillsOwnBlock = 1u << 4,
+  // Not a need either: an all_to_all that runs uneven splits as another algorithm (hier's
+  // leaders cannot know the sizes), so selection for uneven calls leaves it out.
+  kEvenSplitsOnly = 1u << 5,
 };
 
 struct Algorithm {

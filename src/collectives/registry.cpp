@@ -52,7 +52,7 @@ const Algorithm kAlgorithms[] = {
      "reduce on each host, reduce-scatter by host among leaders, scatter on each host"},
     {Collective::Gather, "hier", hier_gather, kNeedHosts, "on each host, then whole hosts' blocks to the root"},
     {Collective::Scatter, "hier", hier_scatter, kNeedHosts, "whole hosts' blocks from the root, then on each host"},
-    {Collective::AllToAll, "hier", hier_all_to_all, kNeedHosts,
+    {Collective::AllToAll, "hier", hier_all_to_all, kNeedHosts | kEvenSplitsOnly,
      "inputs gathered at each host's leader, one message per pair of hosts, outputs scattered on each host"},
     // --- all_reduce ---
     {Collective::AllReduce, "ring", [](AlgoContext& c, const CollArgs& a) { allreduce_ring(c.net, c.op, a.data, a.fn); },

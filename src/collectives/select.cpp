@@ -237,10 +237,37 @@ std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits&
   return out;
 }
 
+std::vector<RankedUneven> rank_uneven_by_model(Collective c, const GroupTraits& group) {
+  std::vector<RankedUneven> out;
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && applicable(a, group) && !(a.needs & kEvenSplitsOnly)) out.push_back({&a, 1.0, 0});
+  for (size_t bytes : kUnevenSizes) {
+    std::vector<Ranked> priced = rank_by_model(c, bytes, group);
+    if (priced.empty()) return {};
+    for (RankedUneven& u : out) {
+      auto it = std::find_if(priced.begin(), priced.end(), [&](const Ranked& r) { return r.algorithm == u.algorithm; });
+      if (it == priced.end()) return {};  // one the model cannot price: it has no say here
+      // The cheapest of those that run uneven splits, not of all (hier may be cheaper even).
+      double cheapest = it->seconds;
+      for (const RankedUneven& v : out)
+        for (const Ranked& r : priced)
+          if (r.algorithm == v.algorithm) cheapest = std::min(cheapest, r.seconds);
+      const double ratio = cheapest > 0 ? it->seconds / cheapest : 1.0;
+      if (ratio > u.worst_ratio) u = {u.algorithm, ratio, bytes};
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RankedUneven& x, const RankedUneven& y) { return x.worst_ratio < y.worst_ratio; });
+  return out;
+}
+
 namespace {
 
+// An open range ("shm_cma:64K-", or no range) reaches the top, uneven all_to_all's
+// kUnevenSplits included: [lo, hi) alone would leave that size out of every entry.
 bool fits(const Entry& e, size_t bytes, const GroupTraits& group) {
-  return bytes >= e.lo && bytes < e.hi && group.size >= e.min_ranks && group.size <= e.max_ranks;
+  const bool below_hi = bytes < e.hi || e.hi == std::numeric_limits<size_t>::max();
+  return bytes >= e.lo && below_hi && group.size >= e.min_ranks && group.size <= e.max_ranks;
 }
 
 // The algorithm SPMD_ALGO names for this call, null when it names none.
@@ -268,10 +295,19 @@ const Algorithm& select(Collective c, size_t bytes, const GroupTraits& group) {
   Tables& t = tables();
   const int ci = static_cast<int>(c);
   if (const Algorithm* a = from_override(t, c, bytes, group)) return *a;
+  // Uneven all_to_all: across hosts the algorithm that loses least to the cheapest at any size
+  // (rank_uneven_by_model); on one host shm_flat, which carries what fits the slots in one
+  // synchronisation and hands larger calls to the single copy (no table entry can: no rank
+  // knows the sizes that decide).
+  if (bytes == kUnevenSplits && group.hosts > 1) {
+    std::vector<RankedUneven> ranked = rank_uneven_by_model(c, group);
+    if (!ranked.empty()) return *ranked.front().algorithm;
+  } else if (bytes == kUnevenSplits && c == Collective::AllToAll) {
+    if (const Algorithm* a = find(c, "shm_flat"); a && applicable(*a, group)) return *a;
+  }
   // Across hosts the cost model decides (cost_model.hpp): links there differ by orders of
-  // magnitude between clusters, so no table measured on one machine can. Uneven all_to_all
-  // (SIZE_MAX: sizes differ by rank) keeps the table.
-  if (group.hosts > 1 && bytes != std::numeric_limits<size_t>::max()) {
+  // magnitude between clusters, so no table measured on one machine can.
+  if (group.hosts > 1 && bytes != kUnevenSplits) {
     std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
     if (!ranked.empty()) return *ranked.front().algorithm;
   }
@@ -316,9 +352,25 @@ void ChoiceCache::explain(Collective c, size_t bytes, const GroupTraits& group, 
     SPMD_LOG(Info) << "algorithm choices: " << kMaxExplained << " logged, further ones are not";
     return;
   }
-  std::string line = std::string(collective_name(c)) + " of " + std::to_string(bytes) + " B on " +
-                     std::to_string(group.hosts) + " hosts (up to " + std::to_string(group.max_ranks_per_host) +
-                     " ranks each): " + chosen.name;
+  const std::string what = bytes == kUnevenSplits ? "uneven splits" : std::to_string(bytes) + " B";
+  std::string line = std::string(collective_name(c)) + " of " + what + " on " + std::to_string(group.hosts) +
+                     " hosts (up to " + std::to_string(group.max_ranks_per_host) + " ranks each): " + chosen.name;
+  if (bytes == kUnevenSplits) {
+    std::vector<RankedUneven> ranked = rank_uneven_by_model(c, group);
+    if (ranked.empty() || ranked.front().algorithm != &chosen)
+      line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";
+    if (!ranked.empty()) line += "; worst against the cheapest, even calls of 64 B to 64 MiB per rank:";
+    for (const RankedUneven& r : ranked) {
+      char t[64];
+      if (r.worst_at)
+        std::snprintf(t, sizeof t, " %s %.2fx at %zu B", r.algorithm->name, r.worst_ratio, r.worst_at);
+      else
+        std::snprintf(t, sizeof t, " %s the cheapest at every size", r.algorithm->name);
+      line += t;
+    }
+    SPMD_LOG(Info) << line;
+    return;
+  }
   std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
   if (ranked.empty() || ranked.front().algorithm != &chosen) {
     line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,20 @@ struct Ranked {
   double seconds;
 };
 std::vector<Ranked> rank_by_model(Collective c, size_t bytes, const GroupTraits& group);
+
+// Uneven all_to_all (bytes = kUnevenSplits) in a group spanning hosts: every rank knows only its
+// own sizes, so none can price the call, yet all must choose alike. Each algorithm that runs
+// uneven splits is priced as an even call at every size of kUnevenSizes; the one whose worst
+// ratio to the cheapest there is least comes first (it loses least where it loses most), a
+// choice made from facts every rank shares. select() takes the first.
+inline constexpr size_t kUnevenSplits = SIZE_MAX;
+inline constexpr size_t kUnevenSizes[] = {64, 1 << 10, 16 << 10, 256 << 10, 4 << 20, 64 << 20};
+struct RankedUneven {
+  const Algorithm* algorithm;
+  double worst_ratio;  // its price over the cheapest's, at the size where that is largest
+  size_t worst_at;     // that size (bytes per rank)
+};
+std::vector<RankedUneven> rank_uneven_by_model(Collective c, const GroupTraits& group);
 
 // select() for one group, remembering the last choice of each collective: calls repeat their
 // sizes (a training loop, a benchmark), and the tables' walk is ~100 instructions of an

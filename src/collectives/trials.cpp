@@ -64,7 +64,7 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group) {
   timed_ = nullptr;
-  if (rounds_ == 0 || group.hosts < 2 || bytes == std::numeric_limits<size_t>::max()) return nullptr;
+  if (rounds_ == 0 || group.hosts < 2 || bytes == kUnevenSplits) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
   const int size_class = std::bit_width(bytes);
   const uint32_t key = static_cast<uint32_t>(c) << 8 | static_cast<uint32_t>(size_class);

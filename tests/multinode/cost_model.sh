@@ -16,6 +16,8 @@
 #     start, what spmd-sim predicts (a loop's ranks run ahead into the next call: a chain
 #     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
+#   -c: collectives (default: the eight below); all_to_allv times uneven splits (spmd-bench's
+#     skew), the flat algorithms forced against the default, without predictions
 #   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -47,7 +49,10 @@ SIM=$BIN/spmd-sim
 [[ -x $SIM ]] || fail "spmd-sim is not built ($SIM)"
 
 # The algorithms that can run across hosts, per collective (what spmd-sim ranks).
+# all_to_allv (spmd-bench's uneven splits) is all_to_all's flat algorithms: hier runs uneven
+# splits as pairwise, and spmd-sim prices even calls only (these rows have no predictions).
 algorithms() {
+  if [[ $1 == all_to_allv ]]; then algorithms all_to_all | grep -vx hier; return; fi
   "$SIM" -c "$1" --nodes 2 --ranks-per-node 2 -s 1M --csv | awk -F, 'NR > 1 {print $4}' | sort
 }
 
@@ -190,7 +195,7 @@ for rate in ${rates//,/ }; do
         # default: the model with the calibrated links; measured: the links the group measures
         # itself (no SPMD_NET)
         for algo in $algos default measured; do
-          env_algo=(SPMD_ALGO="$coll=$algo" SPMD_NET="$net")
+          env_algo=(SPMD_ALGO="${coll%v}=$algo" SPMD_NET="$net")  # all_to_allv: all_to_all's
           [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
           # Sizes below 1 MiB get 80 untimed calls first: tbf's bucket (256 KiB) lets a short
@@ -216,12 +221,16 @@ for rate in ${rates//,/ }; do
               -v row="$label $layout $coll default" 'NR == FNR { lo[NR] = $1; hi[NR] = $2; a[NR] = $3; n = NR; next }
               { for (i = 1; i <= n; i++) if (($1 >= lo[i] && $1 < hi[i]) || (int($1 / p) >= lo[i] && int($1 / p) < hi[i])) {
                   print row, $1, "settled", a[i]; break } }' - "$WORK/bench.out" >>"$rows"
+            # Uneven splits: no prediction to carry the model's choice, its INFO line says it.
+            [[ $algo == default && $coll == all_to_allv ]] && grep -h "of uneven splits on" "$WORK/b_${coll}_$algo.0" |
+              sed -E 's/.*ranks each\): ([a-z_]+).*/\1/' | head -1 | awk -v row="$label $layout $coll default" \
+              'NR == FNR { a = $1; next } { print row, $1, "chose", a }' - "$WORK/bench.out" >>"$rows"
           done
           sizes=$all_sizes
         done
       done
       # The model's predictions for the same shape and links (default: the model's choice).
-      "$SIM" -c "$coll" --nodes "$nodes" --ranks-per-node "$nproc" -s "$sizes" --net "$net" --csv |
+      [[ $coll == all_to_allv ]] || "$SIM" -c "$coll" --nodes "$nodes" --ranks-per-node "$nproc" -s "$sizes" --net "$net" --csv |
         awk -F, -v r="$label" -v l="$layout" -v c="$coll" 'NR > 1 {
           print r, l, c, $4, $3, "predicted", $5; if ($6 == 1) print r, l, c, "default", $3, "predicted", $5, $4 }' >>"$rows"
     done
@@ -233,6 +242,7 @@ done
 report=$(awk '
   $2 == "calibrated" { sendrecv[$1] = $3; next }
   $6 == "predicted" { key = $1 " " $2 " " $3 " " $4 " " $5; pred[key] = $7; if (NF > 7) choice[key] = $8; next }
+  $6 == "chose" { choice[$1 " " $2 " " $3 " " $4 " " $5] = $7; next }
   $6 == "settled" { key = $1 " " $2 " " $3 " " $4 " " $5; if (++settled[key, $7] == 1) tried[key] = tried[key] " " $7; jobs[key]++; next }
   { key = $1 " " $2 " " $3 " " $4 " " $5; n[key]++; t[key, n[key]] = $6; keys[key] = 1 }
   function median(k,   m, i, j, v, a) {

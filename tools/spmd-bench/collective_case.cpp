@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 #include <stdexcept>
 
 #include "collective_shape.hpp"
@@ -48,6 +49,34 @@ int64_t wrong_reduced(const CaseData& d) {
   return wrong_in(d, d.in, [&](size_t i) { return reduced(d.op, d.dtype, d.size, i); });
 }
 
+// all_to_allv's splits, skewed as routed tokens are: rank `from` sends rank `to` a block of
+// weight 1 + (from + to) mod P, so blocks run from 2/(P+1) to 2P/(P+1) of the even call's,
+// and every rank sends and receives the same total (at most the even call's bytes).
+size_t skewed_split(const CaseData& d, int from, int to) {
+  const auto p = static_cast<size_t>(d.size), weight = 1 + static_cast<size_t>((from + to) % d.size);
+  return d.count * 2 * weight / (p + 1);
+}
+
+// The input's and output's splits of this rank, kept between calls (no allocation per call).
+const std::vector<size_t>& splits(const CaseData& d, bool sending) {
+  thread_local std::vector<size_t> in, out;
+  std::vector<size_t>& v = sending ? in : out;
+  v.resize(static_cast<size_t>(d.size));
+  for (int q = 0; q < d.size; ++q) v[static_cast<size_t>(q)] = sending ? skewed_split(d, d.rank, q) : skewed_split(d, q, d.rank);
+  return v;
+}
+
+// Element by element over the blocks of a skewed buffer: f(peer, index in the block, index in the buffer).
+template <typename F>
+void over_skewed(const CaseData& d, bool sending, F f) {
+  size_t at = 0;
+  for (int q = 0; q < d.size; ++q) {
+    const size_t n = sending ? skewed_split(d, d.rank, q) : skewed_split(d, q, d.rank);
+    for (size_t i = 0; i < n; ++i) f(q, i, at + i);
+    at += n;
+  }
+}
+
 // The table: one row per collective. Buffer sizes come from bench::kShapes (same names).
 const CollectiveCode kCode[] = {
     {"all_reduce", 1, fill_reduction, [](const CaseData& d) { d.group.all_reduce(d.in, d.op); }, wrong_reduced},
@@ -79,6 +108,23 @@ const CollectiveCode kCode[] = {
      },
      [](const CaseData& d) { d.group.all_to_all(d.out, d.in); },
      [](const CaseData& d) { return wrong_blocks(d, [&](int g) { return g * d.size + d.rank; }); }},
+    {"all_to_allv", 1,
+     [](const CaseData& d) {
+       over_skewed(d, true, [&](int to, size_t i, size_t at) { store(d.in, at, data_value(d.rank * d.size + to, i)); });
+       poison(d.out);
+     },
+     [](const CaseData& d) {
+       const std::vector<size_t>&out = splits(d, false), &in = splits(d, true);
+       auto sum = [](const std::vector<size_t>& v) { return std::accumulate(v.begin(), v.end(), size_t{0}); };
+       d.group.all_to_all(d.out.slice(0, sum(out)), d.in.slice(0, sum(in)), out, in);
+     },
+     [](const CaseData& d) {
+       int64_t wrong = 0;
+       over_skewed(d, false, [&](int from, size_t i, size_t at) {
+         wrong += close_enough(d.dtype, load(d.out, at), data_value(from * d.size + d.rank, i)) ? 0 : 1;
+       });
+       return wrong;
+     }},
     {"gather", 1, fill_own_data,
      [](const CaseData& d) {
        d.group.gather(d.in, d.rank == d.root ? d.blocks(d.out) : std::vector<TensorView>{}, d.root);

@@ -39,6 +39,8 @@ inline constexpr Shape kShapes[] = {
     {"all_gather", Blocks::One, Blocks::PerRank, BusFactor::Spread, false, false},
     {"reduce_scatter", Blocks::PerRank, Blocks::One, BusFactor::Spread, false, true},
     {"all_to_all", Blocks::PerRank, Blocks::PerRank, BusFactor::Spread, false, false},
+    // Uneven splits (spmd-bench only): the same buffers, blocks skewed by destination.
+    {"all_to_allv", Blocks::PerRank, Blocks::PerRank, BusFactor::Spread, false, false},
     {"gather", Blocks::One, Blocks::PerRank, BusFactor::Spread, true, false},
     {"scatter", Blocks::PerRank, Blocks::One, BusFactor::Spread, true, false},
     {"barrier", Blocks::None, Blocks::None, BusFactor::Unit, false, false},

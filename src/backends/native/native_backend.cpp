@@ -120,7 +120,7 @@ class NativeBackend final : public Backend {
     algo::CollArgs a;
     a.blocks = inputs;
     a.blocks2 = outputs;
-    size_t bytes = SIZE_MAX;  // uneven splits: sizes differ by rank, so select by none of them
+    size_t bytes = algo::kUnevenSplits;  // sizes differ by rank, so select by none of them
     if (op.sig.count != 0) bytes = static_cast<size_t>(op.sig.count) * dtype_size(op.sig.dtype);
     run(op, bytes, a);
   }

@@ -6,6 +6,7 @@
 // slower ranks still read round k.
 #include "collectives/shm/shm_common.hpp"
 #include "collectives/shm/shm_algorithms.hpp"
+#include "collectives/algorithms.hpp"
 
 namespace spmd::algo {
 
@@ -115,28 +116,38 @@ void shm_flat_reduce_scatter(AlgoContext& c, const CollArgs& a) {
 }
 
 // The slot holds a table (offset and size of the block for each rank) and then the blocks, so
-// uneven splits work; a block larger than the slot needs another algorithm.
+// uneven splits work. A rank whose blocks do not fit its slot says so in its record (uneven
+// splits: the others cannot know), and then every rank leaves the slots to the single copy
+// (shm_cma), or without it to the pairwise exchange: one synchronisation spent, for calls of
+// half a MiB and more a rank.
 void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
   ShmGroup& g = *c.shm;
   const size_t p = static_cast<size_t>(g.size()), me = static_cast<size_t>(g.rank());
   const size_t table = 2 * p * sizeof(uint64_t);
   size_t total = table;
   for (size_t q = 0; q < p; ++q) total += a.blocks[q].bytes();
-  if (total > g.slot_bytes())
-    raise(ErrorKind::InvalidArgument, "all_to_all via shm_flat carries at most " + std::to_string(g.slot_bytes() - table) +
-                                          " bytes per rank, this rank sends " + std::to_string(total - table) +
-                                          " (leave SPMD_ALGO unset for all_to_all, or choose shm_cma or pairwise)");
+  const uint8_t too_large = total > g.slot_bytes() ? 1 : 0;
   uint64_t e = g.begin_epoch(c.op);
   char* mine = g.slot(g.rank(), e);
   auto* offsets = reinterpret_cast<uint64_t*>(mine);
   size_t at = table;
-  for (size_t q = 0; q < p; ++q) {
+  for (size_t q = 0; q < p && !too_large; ++q) {
     offsets[2 * q] = at;
     offsets[2 * q + 1] = a.blocks[q].bytes();
     copy_bytes(mine + at, a.blocks[q].data, a.blocks[q].bytes());
     at += a.blocks[q].bytes();
   }
-  g.arrive_and_check(e, c.op, Record{});
+  Record said{};
+  said.data[0] = too_large;
+  g.arrive_and_check(e, c.op, said);
+  for (size_t q = 0; q < p; ++q) {
+    if (!g.record(static_cast<int>(q), e).data[0]) continue;
+    if (c.cma)
+      shm_cma_all_to_all(c, a);
+    else
+      alltoall_pairwise(c.net, c.op, a.blocks, a.blocks2);
+    return;
+  }
   for (size_t q = 0; q < p; ++q) {
     const auto* theirs = reinterpret_cast<const uint64_t*>(g.slot(static_cast<int>(q), e));
     const TensorView& out = a.blocks2[q];

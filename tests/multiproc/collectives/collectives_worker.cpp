@@ -83,7 +83,7 @@ int check(spmd::ProcessGroup& w) {
 
 // all_to_all alone (the `all-to-all` mode): each element says its source, destination and
 // offset, so a block delivered to the wrong place cannot pass.
-int all_to_all_only(spmd::ProcessGroup& w) {
+int all_to_all_only(spmd::ProcessGroup& w, size_t uneven_scale) {
   const int p = w.size(), r = w.rank();
   auto value = [p](int src, int dst, size_t k) { return static_cast<int32_t>((src * p + dst) * 50000 + static_cast<int>(k)); };
   for (size_t block : {size_t(1), size_t(40000)}) {
@@ -96,8 +96,9 @@ int all_to_all_only(spmd::ProcessGroup& w) {
         if (out[static_cast<size_t>(j) * block + k] != value(j, r, k))
           return fail("all_to_all of " + std::to_string(block) + " per block, from rank " + std::to_string(j));
   }
-  // Uneven: rank i sends (i + j) % 3 + j values to rank j (empty blocks among them).
-  auto count = [](int src, int dst) { return static_cast<size_t>((src + dst) % 3 + dst); };
+  // Uneven: rank i sends ((i + j) % 3 + j) x uneven_scale values to rank j (empty blocks among
+  // them; with a scale of 100,000 a rank sends megabytes, more than one shared-memory slot).
+  auto count = [&](int src, int dst) { return static_cast<size_t>((src + dst) % 3 + dst) * uneven_scale; };
   std::vector<size_t> in_splits, out_splits;
   std::vector<int32_t> in;
   for (int j = 0; j < p; ++j) {
@@ -182,7 +183,8 @@ int main(int argc, char** argv) {
     int rank = w.rank();
     int rc = mode == "die-mid-op"     ? die_mid_op(w)
              : mode == "stopped-root" ? stopped_root(w)
-             : mode == "all-to-all"   ? all_to_all_only(w)
+             : mode == "all-to-all"   ? all_to_all_only(w, 1)
+             : mode == "all-to-all-large" ? all_to_all_only(w, 100000)
                                       : check(w);
     spmd::destroy();
     if (spmd::is_initialized()) return fail("still initialised after destroy()");

@@ -55,6 +55,23 @@ TEST(MultiProcess, DirectAllToAllInSteps) {
   for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(120)), 0) << "rank " << r;
 }
 
+// Uneven all_to_all of megabytes a rank on one host, as the default chooses it (shm_flat, which
+// hands calls beyond its slots to the single copy) and without single copies (to pairwise);
+// such calls once stopped with "all_to_all via shm_flat carries at most ..." instead.
+TEST(MultiProcess, UnevenAllToAllBeyondTheSlots) {
+  for (const char* cma : {"SPMD_CMA=1", "SPMD_CMA=0"}) {
+    const int world = 3;
+    int port = free_port();
+    std::vector<Child> ranks;
+    for (int r = 0; r < world; ++r) {
+      std::vector<std::string> env = rank_env(r, world, port);
+      env.push_back(cma);
+      ranks.emplace_back(std::vector<std::string>{SPMD_WORKER, "all-to-all-large"}, env);
+    }
+    for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(60)), 0) << "rank " << r << ", " << cma;
+  }
+}
+
 TEST(MultiProcess, InitMethodsTcpAndFile) {
   const int world = 3;
   char dir_template[] = "/tmp/spmd-init-XXXXXX";

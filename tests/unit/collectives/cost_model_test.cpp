@@ -297,5 +297,32 @@ TEST(Select, AcrossHostsTheModelDecides) {
   EXPECT_EQ(std::string(select(Collective::AllReduce, 8, one).name), "shm_flat");
 }
 
+// Uneven all_to_all across hosts (bytes unknown to the others): the algorithm whose price is
+// nearest the cheapest at every size. With 2 ms links pairwise's P-1 latencies lose to direct's
+// one (4 x 2 over 1 Gbit/s + 2 ms, 1 MiB even: pairwise 34.5 ms, direct 16.7, 2026-11-28), and
+// hier, which runs uneven splits as pairwise, is not a candidate. With links of no latency and a
+// dear message, direct's extra messages lose to pairwise's steps.
+TEST(Select, UnevenAllToAllAcrossHostsTakesWhatLosesLeastAnywhere) {
+  {
+    NetGuard far("net=1Gbit@2ms");
+    const std::vector<RankedUneven> ranked = rank_uneven_by_model(Collective::AllToAll, hosts(4, 2));
+    ASSERT_EQ(ranked.size(), 2u);
+    EXPECT_EQ(std::string(ranked[0].algorithm->name), "direct");
+    EXPECT_LT(ranked[0].worst_ratio, 1.05);
+    EXPECT_EQ(std::string(ranked[1].algorithm->name), "pairwise");
+    EXPECT_GT(ranked[1].worst_ratio, 5.0);  // 7 latencies against 1, for small calls
+    EXPECT_EQ(ranked[1].worst_at, kUnevenSizes[0]);
+    EXPECT_EQ(std::string(select(Collective::AllToAll, kUnevenSplits, hosts(4, 2)).name), "direct");
+  }
+  {
+    NetGuard near("net=1Gbit@1us,host=1GB@1us,msg=50us");
+    EXPECT_EQ(std::string(select(Collective::AllToAll, kUnevenSplits, hosts(3, 1)).name), "pairwise");
+  }
+  // SPMD_ALGO still wins.
+  set_algorithm_override("all_to_all=pairwise");
+  EXPECT_EQ(std::string(select(Collective::AllToAll, kUnevenSplits, hosts(4, 2)).name), "pairwise");
+  set_algorithm_override("");
+}
+
 }  // namespace
 }  // namespace spmd::algo
