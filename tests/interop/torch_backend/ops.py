@@ -217,6 +217,14 @@ def test_reduce_scatter_all_to_all(rank, world):
     dist.all_to_all_single(out, inp, out_splits, in_splits)
     check("all_to_all_single uneven", out,
           torch.cat([torch.full((n, 2), float(10 * q + rank)) for q, n in enumerate(out_splits)]))
+    # The same of megabytes a rank, beyond one shared-memory slot (such calls once stopped).
+    in_splits = [(rank + r + 1) * 50000 for r in range(world)]
+    out_splits = [(q + rank + 1) * 50000 for q in range(world)]
+    inp = torch.cat([torch.full((n, 2), float(10 * rank + r)) for r, n in enumerate(in_splits)])
+    out = torch.empty(sum(out_splits), 2)
+    dist.all_to_all_single(out, inp, out_splits, in_splits)
+    check("all_to_all_single uneven, megabytes", out,
+          torch.cat([torch.full((n, 2), float(10 * q + rank)) for q, n in enumerate(out_splits)]))
     # List form with different sizes per peer.
     ins = [torch.full((r + 1,), rank * 10 + r, dtype=torch.int32) for r in range(world)]
     outs = [torch.empty(rank + 1, dtype=torch.int32) for _ in range(world)]
