@@ -48,6 +48,17 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   Class k;
   k.collective = c;
   k.size_class = size_class;
+  if (bytes == kUnevenSplits) {  // every algorithm that runs them, the model's order, their worst ratios
+    for (const RankedUneven& r : rank_uneven_by_model(c, group)) {
+      if (k.candidates.size() == kMaxCandidates) break;
+      k.candidates.push_back(r.algorithm);
+      k.predicted.push_back(r.worst_ratio);
+    }
+    if (k.candidates.size() < 2) k.candidates.clear();
+    k.visit = kUnevenVisit;
+    k.times.resize(k.candidates.size());
+    return k;
+  }
   std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
   if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
   k.visit = visit_for(ranked.front().seconds);
@@ -64,7 +75,7 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group) {
   timed_ = nullptr;
-  if (rounds_ == 0 || group.hosts < 2 || bytes == kUnevenSplits) return nullptr;
+  if (rounds_ == 0 || group.hosts < 2) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
   const int size_class = std::bit_width(bytes);
   const uint32_t key = static_cast<uint32_t>(c) << 8 | static_cast<uint32_t>(size_class);
@@ -111,13 +122,15 @@ std::string Trials::settle(std::span<const double> slowest, const GroupTraits& g
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
   if (slowest[0] <= slowest[best] * (1 + keep_margin(k->predicted[0], k->predicted[best]))) best = 0;
   k->settled = k->candidates[best];
-  std::string line = std::string("trials of ") + collective_name(k->collective) + " at " + class_range(k->size_class) +
+  const bool uneven = k->size_class == static_cast<int>(std::bit_width(kUnevenSplits));
+  std::string line = std::string("trials of ") + collective_name(k->collective) + " " +
+                     (uneven ? std::string("of uneven splits") : "at " + class_range(k->size_class)) +
                      " on " + std::to_string(group.hosts) + " hosts (up to " +
                      std::to_string(group.max_ranks_per_host) + " ranks each), the slowest rank's median of " +
                      std::to_string(static_cast<size_t>(rounds_) * k->visit.timed) + ":";
   for (size_t i = 0; i < slowest.size(); ++i)
     line += std::string(i ? "," : "") + " " + k->candidates[i]->name + " " + milliseconds(slowest[i]) +
-            " (priced " + milliseconds(k->predicted[i]) + ")";
+            (uneven ? "" : " (priced " + milliseconds(k->predicted[i]) + ")");
   line += std::string("; ") + k->settled->name + " from now on" +
           (best == 0 ? " (the model's choice)" : std::string(" (the model chose ") + k->candidates[0]->name + ")");
   return line;

@@ -79,6 +79,13 @@ class Trials {
   // all_to_all and 4 x 2 gather alike (2.2-2.5x). So short calls try what is priced within
   // kShortNear; they cost tens of microseconds each, and kKeep still guards the model's first.
   static constexpr double kShortNear = 3.0;
+  // Uneven all_to_all (no rank knows the call's size, select.hpp): every algorithm that runs
+  // uneven splits is tried, the model's least-worst first, in the short calls' visits (their
+  // size may be any). The model prices a pairwise step at the links' latency and a message
+  // beyond one each way at its per-message cost; with 6-8 ranks on 2 cores, where a step costs
+  // waking the ranks it needs, it took pairwise where direct ran faster (4 x 2, 64 B at 100
+  // Mbit/s: 890 us against 662; 3 x 1, 1 MiB: 118 ms against 77).
+  static constexpr Visit kUnevenVisit = kShortVisit;
   static constexpr double near_for(double cheapest_priced) {
     return cheapest_priced < kShortCall ? kShortNear : kNear;
   }
@@ -99,8 +106,8 @@ class Trials {
   static int rounds_from_env();
 
   // The algorithm the trials run for this call; null where they do not decide it (one host,
-  // SPMD_ALGO names one, a single candidate, uneven sizes, calls priced beyond
-  // kMaxTrialSeconds): the usual selection then.
+  // SPMD_ALGO names one, a single candidate, calls priced beyond kMaxTrialSeconds): the
+  // usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own.
   const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group);
   // Whether the call choose() was last asked about is timed: record() wants its time then.
   bool timing() const { return timed_ != nullptr; }

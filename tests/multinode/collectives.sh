@@ -39,7 +39,7 @@ bench_case() {
                             END { exit (bad || rows == 0) }' ||
     fail "spmd-bench $*: wrong elements, or no result rows: $(all_output "$name")"
 }
-all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,all_to_all,gather,scatter,barrier,sendrecv
+all=all_reduce,broadcast,reduce,all_gather,reduce_scatter,all_to_all,all_to_allv,gather,scatter,barrier,sendrecv
 bench_case bench_f32 -c "$all" -s 8,4K,100K,3M -r 5
 bench_case bench_bf16 -c all_reduce,reduce,reduce_scatter -d bf16 -o avg -s 6,64K,1M
 bench_case bench_i64 -c all_reduce,reduce -d i64 -o bxor -s 8,72K -r 3

@@ -211,20 +211,27 @@ for rate in ${rates//,/ }; do
           # the forced row's 6.6.
           for part in small large; do
             sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 80 || echo 28)
+            [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
             iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             [[ -n $sizes ]] || continue
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
             sed "s/^/$label $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
             # The trials' class holds the call's bytes: the row's size or one rank's share of it.
-            [[ $algo == default ]] && settled "b_${coll}_$algo" | awk -v p="$((nodes * nproc))" \
+            [[ $algo == default && $coll != all_to_allv ]] && settled "b_${coll}_$algo" | awk -v p="$((nodes * nproc))" \
               -v row="$label $layout $coll default" 'NR == FNR { lo[NR] = $1; hi[NR] = $2; a[NR] = $3; n = NR; next }
               { for (i = 1; i <= n; i++) if (($1 >= lo[i] && $1 < hi[i]) || (int($1 / p) >= lo[i] && int($1 / p) < hi[i])) {
                   print row, $1, "settled", a[i]; break } }' - "$WORK/bench.out" >>"$rows"
-            # Uneven splits: no prediction to carry the model's choice, its INFO line says it.
-            [[ $algo == default && $coll == all_to_allv ]] && grep -h "of uneven splits on" "$WORK/b_${coll}_$algo.0" |
-              sed -E 's/.*ranks each\): ([a-z_]+).*/\1/' | head -1 | awk -v row="$label $layout $coll default" \
-              'NR == FNR { a = $1; next } { print row, $1, "chose", a }' - "$WORK/bench.out" >>"$rows"
+            # Uneven splits: no prediction to carry the model's choice, its INFO line says it; the
+            # trials of the job's first calls settle every size after them (one class).
+            if [[ $algo == default && $coll == all_to_allv ]]; then
+              grep -h "all_to_all of uneven splits on" "$WORK/b_${coll}_$algo.0" | sed -E 's/.*ranks each\): ([a-z_]+).*/\1/' |
+                head -1 | awk -v row="$label $layout $coll default" 'NR == FNR { a = $1; next } { print row, $1, "chose", a }' \
+                - "$WORK/bench.out" >>"$rows"
+              grep -h "trials of all_to_all of uneven splits" "$WORK/b_${coll}_$algo.0" | sed -E 's/.*; ([a-z_]+) from now on.*/\1/' |
+                head -1 | awk -v row="$label $layout $coll default" 'NR == FNR { a = $1; next } { print row, $1, "settled", a }' \
+                - "$WORK/bench.out" >>"$rows"
+            fi
           done
           sizes=$all_sizes
         done

@@ -161,12 +161,43 @@ TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanTheMargin) {
   }
 }
 
+// Uneven all_to_all: no size to price, so every algorithm that runs uneven splits is tried (hier,
+// which runs them as pairwise, is not), the model's least-worst first, in the short calls'
+// visits; the fastest by the margin the model's worst ratios set serves every uneven call after.
+TEST(Trials, UnevenAllToAllTriesEveryAlgorithmThatRunsIt) {
+  NetGuard links(kLinks);  // per message 22 us against 15 of latency: the model's first is pairwise
+  const GroupTraits g = hosts(4, 2);
+  const std::vector<RankedUneven> ranked = rank_uneven_by_model(Collective::AllToAll, g);
+  ASSERT_EQ(ranked.size(), 2u);
+  ASSERT_EQ(std::string(ranked[0].algorithm->name), "pairwise");
+  Trials trials(3);
+  const size_t visit = Trials::kUnevenVisit.calls, calls = 3 * 2 * visit;
+  for (size_t call = 0; call < calls; ++call) {
+    const Algorithm* a = trials.choose(Collective::AllToAll, kUnevenSplits, g);
+    ASSERT_NE(a, nullptr) << "call " << call;
+    EXPECT_EQ(a, ranked[(call / visit % 2 + call / visit / 2) % 2].algorithm) << "call " << call;
+    EXPECT_EQ(trials.timing(), call % visit >= visit - Trials::kUnevenVisit.timed) << "call " << call;
+    const bool direct = std::string(a->name) == "direct";
+    EXPECT_EQ(trials.record(direct ? 662e-6 : 890e-6), call + 1 == calls) << "call " << call;  // 4 x 2, 64 B, 100 Mbit/s
+  }
+  std::vector<double> m = trials.medians();
+  const std::string line = trials.settle(m, g);
+  EXPECT_NE(line.find("trials of all_to_all of uneven splits on 4 hosts"), std::string::npos) << line;
+  EXPECT_NE(line.find("direct from now on (the model chose pairwise)"), std::string::npos) << line;
+  EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g)->name), "direct");
+  EXPECT_FALSE(trials.timing());
+}
+
 TEST(Trials, DecideNothingWhereTheyShouldNot) {
   NetGuard links(kLinks);
   Trials trials(3);
   GroupTraits one = hosts(1, 4);
   EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, one), nullptr);  // one host: the tables
-  EXPECT_EQ(trials.choose(Collective::AllToAll, SIZE_MAX, hosts(3, 2)), nullptr);  // uneven splits
+  {
+    set_algorithm_override("all_to_all=pairwise");  // SPMD_ALGO reaches uneven calls too
+    EXPECT_EQ(trials.choose(Collective::AllToAll, kUnevenSplits, hosts(3, 2)), nullptr);
+    set_algorithm_override("");
+  }
   {
     set_algorithm_override("all_reduce=ring:0-100K");  // SPMD_ALGO names one
     EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, hosts(3, 2)), nullptr);
