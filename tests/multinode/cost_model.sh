@@ -50,7 +50,7 @@ SIM=$BIN/spmd-sim
 
 # The algorithms that can run across hosts, per collective (what spmd-sim ranks).
 # all_to_allv (spmd-bench's uneven splits) is all_to_all's flat algorithms: hier runs uneven
-# splits as pairwise, and spmd-sim prices even calls only (these rows have no predictions).
+# splits as direct, and spmd-sim prices even calls only (these rows have no predictions).
 algorithms() {
   if [[ $1 == all_to_allv ]]; then algorithms all_to_all | grep -vx hier; return; fi
   "$SIM" -c "$1" --nodes 2 --ranks-per-node 2 -s 1M --csv | awk -F, 'NR > 1 {print $4}' | sort

@@ -11,7 +11,9 @@
 // [local source i][local destination j on g] (slot 1); the messages received from hosts go to
 // slot 0 ([host h][source i on h][local destination j]), and the outputs sorted by destination
 // [local destination j][source rank r] to slot 1. Uneven splits (the signature's count is 0,
-// the same on every rank) take the flat pairwise exchange.
+// the same on every rank) take the flat direct exchange, which stayed within 1.27x of pairwise
+// where pairwise took up to 5.7x as long (docs/cost_model_grid.md, "Uneven all_to_all");
+// selection leaves hier out for them (kEvenSplitsOnly), so this serves SPMD_ALGO=hier.
 #include <cstring>
 
 #include "collectives/hier/hier_common.hpp"
@@ -20,7 +22,7 @@ namespace spmd::algo {
 
 void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
   if (c.op.sig.count == 0) {  // uneven: no host's messages have sizes every leader knows
-    alltoall_pairwise(c.net, c.op, a.blocks, a.blocks2);
+    alltoall_direct(c.net, c.op, a.blocks, a.blocks2);
     return;
   }
   const Locality& loc = c.loc;

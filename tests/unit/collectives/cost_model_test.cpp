@@ -300,7 +300,7 @@ TEST(Select, AcrossHostsTheModelDecides) {
 // Uneven all_to_all across hosts (bytes unknown to the others): the algorithm whose price is
 // nearest the cheapest at every size. With 2 ms links pairwise's P-1 latencies lose to direct's
 // one (4 x 2 over 1 Gbit/s + 2 ms, 1 MiB even: pairwise 34.5 ms, direct 16.7, 2026-11-28), and
-// hier, which runs uneven splits as pairwise, is not a candidate. With links of no latency and a
+// hier, which runs uneven splits as direct, is not a candidate. With links of no latency and a
 // dear message, direct's extra messages lose to pairwise's steps.
 TEST(Select, UnevenAllToAllAcrossHostsTakesWhatLosesLeastAnywhere) {
   {

@@ -162,7 +162,7 @@ TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanTheMargin) {
 }
 
 // Uneven all_to_all: no size to price, so every algorithm that runs uneven splits is tried (hier,
-// which runs them as pairwise, is not), the model's least-worst first, in the short calls'
+// which runs them as direct, is not), the model's least-worst first, in the short calls'
 // visits; the fastest by the margin the model's worst ratios set serves every uneven call after.
 TEST(Trials, UnevenAllToAllTriesEveryAlgorithmThatRunsIt) {
   NetGuard links(kLinks);  // per message 22 us against 15 of latency: the model's first is pairwise
