@@ -5,9 +5,10 @@ Run it with Debian's python (it has torch 1.13):
 
     /usr/bin/python3 bench/peers/torch_bench.py --nproc 4 -c all_reduce -s 8,64K,1M
 
-With --nproc P it starts P copies of itself with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and a
-free MASTER_PORT (torchrun 1.13 on Python 3.11 needs --redirects/--tee workarounds, see
-ANCHORS.md); without --nproc it expects those variables (e.g. from spmdrun or torchrun).
+With --nproc P it starts P copies of itself with RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and
+the port of a TCPStore it serves itself (bound to port 0 and held: a port picked free and bound
+later by rank 0 was once taken in between by a test running beside it, "Address already in
+use"); without --nproc it expects those variables (e.g. from spmdrun or torchrun).
 Like spmd-bench it verifies each size first, then reports the slowest rank's median time.
 torch 1.13's gloo backend has no reduce_scatter ("ProcessGroupGloo does not support
 reduce_scatter"), so reduce_scatter here is what a torch user does instead: all_reduce of the
@@ -16,7 +17,6 @@ whole input, then the rank's block copied out.
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -69,16 +69,22 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def tcp_store(port, is_master, timeout):
+    """torch's TCPStore on 127.0.0.1, without libuv where torch has the choice (Debian's 2.x lacks it)."""
+    import torch.distributed as dist
+    from datetime import timedelta
+    args = ("127.0.0.1", port, None, is_master, timedelta(seconds=timeout))
+    try:
+        return dist.TCPStore(*args, wait_for_workers=False, use_libuv=False)
+    except TypeError:  # torch 1.13: no use_libuv
+        return dist.TCPStore(*args, wait_for_workers=False)
 
 
 def spawn(a, argv):
     """Starts a.nproc ranks of this script; returns the first failure's status (0 if none)."""
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(a.nproc),
-               LOCAL_WORLD_SIZE=str(a.nproc), OMP_NUM_THREADS="1")
+    store = tcp_store(0, True, a.timeout)  # served here until the ranks end
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(store.port), WORLD_SIZE=str(a.nproc),
+               LOCAL_WORLD_SIZE=str(a.nproc), OMP_NUM_THREADS="1", TORCH_BENCH_STORE_SERVED="1")
     rest = [x for i, x in enumerate(argv) if x != "--nproc" and (i == 0 or argv[i - 1] != "--nproc")]
     procs = []
 
@@ -185,7 +191,12 @@ def main(argv):
         if c not in ("all_reduce", "broadcast", "all_gather", "reduce_scatter"):
             sys.exit(f"torch_bench.py: unsupported collective '{c}' (all_reduce, broadcast, all_gather, "
                      "reduce_scatter)")
-    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=a.timeout))
+    if os.environ.get("TORCH_BENCH_STORE_SERVED") == "1":  # spawn() serves the store: every rank a client
+        store = tcp_store(int(os.environ["MASTER_PORT"]), False, a.timeout)
+        dist.init_process_group("gloo", store=store, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]), timeout=timedelta(seconds=a.timeout))
+    else:
+        dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=a.timeout))
     n, rank = dist.get_world_size(), dist.get_rank()
     failures = 0
     for i, coll in enumerate(colls):
