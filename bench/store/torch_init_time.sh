@@ -11,7 +11,7 @@ build=${1:-$here/../../build}
 repeats=${2:-5}
 client=$here/../../tests/unit/store/torch_store_client.py
 py=/usr/bin/python3
-free_port() { $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$here/../../tests/common/free_port.py"; }  # below the ephemeral range (free_port.hpp says why)
 
 run() {  # run MODE: one init of 3 ranks; prints "MODE S"
   local mode=$1 port server_pid="" pids=() dir to_server
