@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/tuned_table.hpp"
@@ -241,19 +242,19 @@ std::vector<RankedUneven> rank_uneven_by_model(Collective c, const GroupTraits& 
   std::vector<RankedUneven> out;
   for (const Algorithm& a : all_algorithms())
     if (a.collective == c && applicable(a, group) && !(a.needs & kEvenSplitsOnly)) out.push_back({&a, 1.0, 0});
+  std::vector<double> seconds(out.size());
   for (size_t bytes : kUnevenSizes) {
-    std::vector<Ranked> priced = rank_by_model(c, bytes, group);
-    if (priced.empty()) return {};
-    for (RankedUneven& u : out) {
-      auto it = std::find_if(priced.begin(), priced.end(), [&](const Ranked& r) { return r.algorithm == u.algorithm; });
+    const std::vector<Ranked> priced = rank_by_model(c, bytes, group);
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto it = std::find_if(priced.begin(), priced.end(), [&](const Ranked& r) { return r.algorithm == out[i].algorithm; });
       if (it == priced.end()) return {};  // one the model cannot price: it has no say here
-      // The cheapest of those that run uneven splits, not of all (hier may be cheaper even).
-      double cheapest = it->seconds;
-      for (const RankedUneven& v : out)
-        for (const Ranked& r : priced)
-          if (r.algorithm == v.algorithm) cheapest = std::min(cheapest, r.seconds);
-      const double ratio = cheapest > 0 ? it->seconds / cheapest : 1.0;
-      if (ratio > u.worst_ratio) u = {u.algorithm, ratio, bytes};
+      seconds[i] = it->seconds;
+    }
+    // The cheapest of those that run uneven splits, not of all (hier may be cheaper even).
+    const double cheapest = out.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double ratio = cheapest > 0 ? seconds[i] / cheapest : 1.0;
+      if (ratio > out[i].worst_ratio) out[i] = {out[i].algorithm, ratio, bytes};
     }
   }
   std::stable_sort(out.begin(), out.end(),
@@ -352,37 +353,32 @@ void ChoiceCache::explain(Collective c, size_t bytes, const GroupTraits& group, 
     SPMD_LOG(Info) << "algorithm choices: " << kMaxExplained << " logged, further ones are not";
     return;
   }
-  const std::string what = bytes == kUnevenSplits ? "uneven splits" : std::to_string(bytes) + " B";
-  std::string line = std::string(collective_name(c)) + " of " + what + " on " + std::to_string(group.hosts) +
-                     " hosts (up to " + std::to_string(group.max_ranks_per_host) + " ranks each): " + chosen.name;
+  // The model's order for this call, each with what it says of it.
+  std::vector<std::pair<const Algorithm*, std::string>> model;
+  const char* heading = "; predicted:";
+  char t[64];
   if (bytes == kUnevenSplits) {
-    std::vector<RankedUneven> ranked = rank_uneven_by_model(c, group);
-    if (ranked.empty() || ranked.front().algorithm != &chosen)
-      line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";
-    if (!ranked.empty()) line += "; worst against the cheapest, even calls of 64 B to 64 MiB per rank:";
-    for (const RankedUneven& r : ranked) {
-      char t[64];
+    heading = "; worst against the cheapest, even calls of 64 B to 64 MiB per rank:";
+    for (const RankedUneven& r : rank_uneven_by_model(c, group)) {
       if (r.worst_at)
         std::snprintf(t, sizeof t, " %s %.2fx at %zu B", r.algorithm->name, r.worst_ratio, r.worst_at);
       else
         std::snprintf(t, sizeof t, " %s the cheapest at every size", r.algorithm->name);
-      line += t;
+      model.emplace_back(r.algorithm, t);
     }
-    SPMD_LOG(Info) << line;
-    return;
-  }
-  std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
-  if (ranked.empty() || ranked.front().algorithm != &chosen) {
-    line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";
-  }
-  if (!ranked.empty()) {
-    line += "; predicted:";
-    for (const Ranked& r : ranked) {
-      char t[48];
+  } else {
+    for (const Ranked& r : rank_by_model(c, bytes, group)) {
       std::snprintf(t, sizeof t, " %s %.1f us", r.algorithm->name, r.seconds * 1e6);
-      line += t;
+      model.emplace_back(r.algorithm, t);
     }
   }
+  const std::string what = bytes == kUnevenSplits ? "uneven splits" : std::to_string(bytes) + " B";
+  std::string line = std::string(collective_name(c)) + " of " + what + " on " + std::to_string(group.hosts) +
+                     " hosts (up to " + std::to_string(group.max_ranks_per_host) + " ranks each): " + chosen.name;
+  if (model.empty() || model.front().first != &chosen)
+    line += std::string(" (") + (algorithm_override().empty() ? "from the table" : "SPMD_ALGO") + ")";
+  if (!model.empty()) line += heading;
+  for (const auto& m : model) line += m.second;
   SPMD_LOG(Info) << line;
 }
 

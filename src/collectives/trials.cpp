@@ -48,21 +48,20 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   Class k;
   k.collective = c;
   k.size_class = size_class;
-  if (bytes == kUnevenSplits) {  // every algorithm that runs them, the model's order, their worst ratios
-    for (const RankedUneven& r : rank_uneven_by_model(c, group)) {
-      if (k.candidates.size() == kMaxCandidates) break;
-      k.candidates.push_back(r.algorithm);
-      k.predicted.push_back(r.worst_ratio);
-    }
-    if (k.candidates.size() < 2) k.candidates.clear();
+  // The model's order with its price of each (uneven splits: every algorithm that runs them,
+  // priced by its worst ratio to the cheapest, all near).
+  std::vector<Ranked> ranked;
+  double near = 0;
+  if (bytes == kUnevenSplits) {
+    for (const RankedUneven& r : rank_uneven_by_model(c, group)) ranked.push_back({r.algorithm, r.worst_ratio});
     k.visit = kUnevenVisit;
-    k.times.resize(k.candidates.size());
-    return k;
+    near = std::numeric_limits<double>::infinity();
+  } else {
+    ranked = rank_by_model(c, bytes, group);
+    if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
+    k.visit = visit_for(ranked.front().seconds);
+    near = near_for(ranked.front().seconds);
   }
-  std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
-  if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
-  k.visit = visit_for(ranked.front().seconds);
-  const double near = near_for(ranked.front().seconds);
   for (const Ranked& r : ranked) {
     if (k.candidates.size() == kMaxCandidates || r.seconds > near * ranked.front().seconds) break;
     k.candidates.push_back(r.algorithm);

@@ -140,8 +140,9 @@ void shm_flat_all_to_all(AlgoContext& c, const CollArgs& a) {
   Record said{};
   said.data[0] = too_large;
   g.arrive_and_check(e, c.op, said);
-  for (size_t q = 0; q < p; ++q) {
-    if (!g.record(static_cast<int>(q), e).data[0]) continue;
+  bool any_too_large = false;
+  for (size_t q = 0; q < p; ++q) any_too_large |= g.record(static_cast<int>(q), e).data[0] != 0;
+  if (any_too_large) {
     if (c.cma)
       shm_cma_all_to_all(c, a);
     else
