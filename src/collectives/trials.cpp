@@ -26,6 +26,13 @@ std::string power_of_two(int bits) {
   return std::to_string(uint64_t{1} << (bits % 10)) + " " + kUnits[bits / 10];
 }
 
+// "1.64x": a price relative to the cheapest.
+std::string ratio(double r) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3gx", r);
+  return text;
+}
+
 // "64 KiB-128 KiB": the bytes of size class `c` (their bit width), [lo, hi).
 std::string class_range(int c) { return c == 0 ? "0 B" : power_of_two(c - 1) + "-" + power_of_two(c); }
 
@@ -72,7 +79,7 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   return k;
 }
 
-const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group) {
+const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes) {
   timed_ = nullptr;
   if (rounds_ == 0 || group.hosts < 2) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
@@ -81,7 +88,14 @@ const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& g
   auto it = classes_.find(key);
   if (it == classes_.end()) it = classes_.emplace(key, make_class(c, bytes, size_class, group)).first;
   Class& k = it->second;
-  if (k.settled) return k.settled;
+  if (k.uneven()) k.own_most = std::max(k.own_most, own_bytes);
+  if (k.settled) {
+    if (k.uneven() && ++k.since_check == kUnevenCheckCalls) {
+      ended_ = &k;
+      checking_ = true;
+    }
+    return k.settled;
+  }
   const size_t n = k.candidates.size();
   if (n == 0) return nullptr;
   // Call k.calls: visit calls / visit length, of round visit / n, each round's order rotated
@@ -101,38 +115,93 @@ bool Trials::record(double seconds) {
   k->times[timed_slot_].push_back(seconds);
   if (k->calls < calls_per_class(k->candidates.size(), k->visit)) return false;
   ended_ = k;
+  checking_ = false;
   return true;
 }
 
-std::vector<double> Trials::medians() const {
+std::vector<double> Trials::exchanged() const {
   std::vector<double> out;
   if (!ended_) return out;
-  for (std::vector<double> t : ended_->times) {
-    std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
-    out.push_back(t[t.size() / 2]);
-  }
+  if (!checking_)
+    for (std::vector<double> t : ended_->times) {
+      std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
+      out.push_back(t[t.size() / 2]);
+    }
+  if (ended_->uneven()) out.push_back(static_cast<double>(ended_->own_most));
   return out;
 }
 
-std::string Trials::settle(std::span<const double> slowest, const GroupTraits& group) {
+std::string Trials::settle(std::span<const double> group_max, const GroupTraits& group) {
   Class* k = ended_;
   ended_ = nullptr;
-  if (!k || slowest.size() != k->candidates.size()) return "";  // no class's trials ended
+  if (!k) return "";  // no exchange was due
+  const bool uneven = k->uneven();
+  if (checking_) {
+    checking_ = false;
+    if (group_max.size() != 1) return "";
+    return check_size(*k, static_cast<size_t>(group_max[0]), group);
+  }
+  if (group_max.size() != k->candidates.size() + (uneven ? 1 : 0)) return "";
+  return settle_trials(*k, group_max, group);
+}
+
+std::string Trials::settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group) {
+  const std::span<const double> slowest = group_max.first(k.candidates.size());
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
-  if (slowest[0] <= slowest[best] * (1 + keep_margin(k->predicted[0], k->predicted[best]))) best = 0;
-  k->settled = k->candidates[best];
-  const bool uneven = k->size_class == static_cast<int>(std::bit_width(kUnevenSplits));
-  std::string line = std::string("trials of ") + collective_name(k->collective) + " " +
-                     (uneven ? std::string("of uneven splits") : "at " + class_range(k->size_class)) +
-                     " on " + std::to_string(group.hosts) + " hosts (up to " +
-                     std::to_string(group.max_ranks_per_host) + " ranks each), the slowest rank's median of " +
-                     std::to_string(static_cast<size_t>(rounds_) * k->visit.timed) + ":";
+  if (slowest[0] <= slowest[best] * (1 + keep_margin(k.predicted[0], k.predicted[best]))) best = 0;
+  k.settled = k.candidates[best];
+  std::string what = "at " + class_range(k.size_class);
+  if (k.uneven()) {
+    k.tried_most = static_cast<size_t>(group_max.back());
+    k.own_most = 0;
+    k.since_check = 0;
+    what = "of uneven splits (at most " + class_range(std::bit_width(k.tried_most)) + " a rank)";
+  }
+  std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " +
+                     std::to_string(group.hosts) + " hosts (up to " + std::to_string(group.max_ranks_per_host) +
+                     " ranks each), the slowest rank's median of " +
+                     std::to_string(static_cast<size_t>(rounds_) * k.visit.timed) + ":";
   for (size_t i = 0; i < slowest.size(); ++i)
-    line += std::string(i ? "," : "") + " " + k->candidates[i]->name + " " + milliseconds(slowest[i]) +
-            (uneven ? "" : " (priced " + milliseconds(k->predicted[i]) + ")");
-  line += std::string("; ") + k->settled->name + " from now on" +
-          (best == 0 ? " (the model's choice)" : std::string(" (the model chose ") + k->candidates[0]->name + ")");
+    line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]) +
+            " (priced " + (k.uneven() && !k.sized ? "worst " + ratio(k.predicted[i]) : milliseconds(k.predicted[i])) +
+            ")";
+  line += std::string("; ") + k.settled->name + " from now on" +
+          (best == 0 ? " (the model's choice)" : std::string(" (the model chose ") + k.candidates[0]->name + ")");
   return line;
+}
+
+// An uneven class's check: `group_most` is the most bytes any rank moved in one call since its
+// trials or last check. Far from what it was tried at, it is tried again, its candidates
+// ordered and priced by the model as even calls of that size.
+std::string Trials::check_size(Class& k, size_t group_most, const GroupTraits& group) {
+  k.own_most = 0;
+  k.since_check = 0;
+  const double moved =
+      static_cast<double>(std::max<size_t>(group_most, 1)) / static_cast<double>(std::max<size_t>(k.tried_most, 1));
+  if (moved < kUnevenRetryFactor && moved > 1 / kUnevenRetryFactor) return "";
+  const std::string was = k.settled->name;
+  std::vector<const Algorithm*> candidates;
+  std::vector<double> predicted;
+  for (const Ranked& r : rank_by_model(k.collective, group_most, group))
+    if (std::find(k.candidates.begin(), k.candidates.end(), r.algorithm) != k.candidates.end()) {
+      candidates.push_back(r.algorithm);
+      predicted.push_back(r.seconds);
+    }
+  if (candidates.size() == k.candidates.size()) {  // every candidate priced: the model's order at that size
+    k.candidates = std::move(candidates);
+    k.predicted = std::move(predicted);
+    k.sized = true;
+  }
+  for (std::vector<double>& t : k.times) t.clear();
+  k.calls = 0;
+  k.settled = nullptr;
+  std::string line = std::string("uneven ") + collective_name(k.collective) + " on " + std::to_string(group.hosts) +
+                     " hosts now moves at most " + class_range(std::bit_width(group_most)) +
+                     " a rank (its trials saw " + class_range(std::bit_width(k.tried_most)) + ", settling on " + was +
+                     "): trying";
+  for (size_t i = 0; i < k.candidates.size(); ++i)
+    line += std::string(i == 0 ? " " : i + 1 == k.candidates.size() ? " and " : ", ") + k.candidates[i]->name;
+  return line + " again";
 }
 
 }  // namespace spmd::algo

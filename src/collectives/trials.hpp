@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -86,6 +87,16 @@ class Trials {
   // waking the ranks it needs, it took pairwise where direct ran faster (4 x 2, 64 B at 100
   // Mbit/s: 890 us against 662; 3 x 1, 1 MiB: 118 ms against 77).
   static constexpr Visit kUnevenVisit = kShortVisit;
+  // Tried without a size, the uneven class learns one in the trials' exchange: the most bytes
+  // any rank moved in one of their calls. Then every kUnevenCheckCalls calls one more small
+  // exchange (an all_reduce of max: at most what one small uneven call costs, so under 1 % of
+  // the calls' time) reads what the class moves now; where that is kUnevenRetryFactor times
+  // more or less, the class is tried again, the model pricing its candidates as even calls of
+  // that size. A job whose first uneven calls were small no longer keeps their choice for large
+  // ones (3 x 1 over 1 Gbit/s: at 64 B a tie, the model's pairwise stays; at 1 MiB pairwise
+  // took 13.8 ms against direct's 7.8).
+  static constexpr size_t kUnevenCheckCalls = 128;
+  static constexpr double kUnevenRetryFactor = 4;
   static constexpr double near_for(double cheapest_priced) {
     return cheapest_priced < kShortCall ? kShortNear : kNear;
   }
@@ -107,18 +118,25 @@ class Trials {
 
   // The algorithm the trials run for this call; null where they do not decide it (one host,
   // SPMD_ALGO names one, a single candidate, calls priced beyond kMaxTrialSeconds): the
-  // usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own.
-  const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group);
+  // usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own;
+  // `own_bytes` is what this rank moves in it (the larger of its input and output).
+  const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes = 0);
   // Whether the call choose() was last asked about is timed: record() wants its time then.
   bool timing() const { return timed_ != nullptr; }
-  // This rank's seconds for the timed call. True when it was its class's last trial: the
-  // caller then reduces medians() to the slowest rank's (max) and passes them to settle().
+  // This rank's seconds for the timed call. True when it was its class's last trial.
   bool record(double seconds);
-  // This rank's median time per candidate of the class whose trials just ended.
-  std::vector<double> medians() const;
-  // Settles that class on the least of `slowest` (the slowest rank's medians, in medians()'
-  // order); returns what was tried and chosen, for the log.
-  std::string settle(std::span<const double> slowest, const GroupTraits& group);
+  // After a call: whether the group exchanges now (a class's trials ended, or an uneven class's
+  // check is due). The caller then reduces exchanged() to its maximum over the group's ranks
+  // and passes that to settle().
+  bool exchange_due() const { return ended_ != nullptr; }
+  // This rank's values for that exchange: its median time per candidate of the class whose
+  // trials ended (an uneven class's followed by the most bytes this rank moved in one call),
+  // or for a check the most it moved since the last.
+  std::vector<double> exchanged() const;
+  // With `group_max` (exchanged() reduced to the maximum): settles the class on its least time,
+  // or after a check tries it again if its size moved; returns what happened, for the log
+  // ("" where nothing changed).
+  std::string settle(std::span<const double> group_max, const GroupTraits& group);
 
  private:
   struct Class {
@@ -130,14 +148,25 @@ class Trials {
     Visit visit = kVisit;
     size_t calls = 0;
     const Algorithm* settled = nullptr;
+    // Uneven all_to_all only: the most bytes any rank moved in one call of its trials, this
+    // rank's most since its trials or last check, and its calls since.
+    size_t tried_most = 0;
+    bool sized = false;  // predicted holds seconds at a size (after a check), not worst ratios
+    size_t own_most = 0;
+    size_t since_check = 0;
+    bool uneven() const { return size_class == kUnevenClass; }
   };
+  static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
   Class make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const;
+  std::string settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group);
+  std::string check_size(Class& k, size_t group_most, const GroupTraits& group);
 
   int rounds_;
   std::unordered_map<uint32_t, Class> classes_;
   Class* timed_ = nullptr;  // the class of the call being timed
   size_t timed_slot_ = 0;   // which candidate it runs
-  Class* ended_ = nullptr;  // the class whose trials just ended (until settle)
+  Class* ended_ = nullptr;  // the class whose trials just ended or whose check is due (until settle)
+  bool checking_ = false;   // ended_ is due a check, not the end of its trials
 };
 
 }  // namespace spmd::algo

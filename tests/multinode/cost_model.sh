@@ -17,7 +17,8 @@
 #     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   -c: collectives (default: the eight below); all_to_allv times uneven splits (spmd-bench's
-#     skew), the flat algorithms forced against the default, without predictions
+#     skew), the flat algorithms forced against the default, without predictions, each size
+#     in a job of its own
 #   ROUNDS: each job runs ROUNDS times, interleaved with the others; the median is kept
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -209,11 +210,16 @@ for rate in ${rates//,/ }; do
           # with 200 us links took 7.1 ms after one warm-up call in one job, 12.0 in the next,
           # and 11.4-12.4 after 19 or 60 (2026-11-28); the default, after 19, read 11.3 against
           # the forced row's 6.6.
-          for part in small large; do
-            sizes=$([[ $part == small ]] && echo "$small_sizes" || echo "$large_sizes") warm=$([[ $part == small ]] && echo 80 || echo 28)
-            [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
-            iters=$([[ $part == small ]] && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
+          # Uneven calls are one class whatever their size, tried again once what they move
+          # changes 4x (trials.hpp): each size its own job, so each row times its own choice.
+          parts=("$small_sizes" "$large_sizes")
+          [[ $coll == all_to_allv ]] && parts=(${all_sizes//,/ })
+          for sizes in "${parts[@]}"; do
             [[ -n $sizes ]] || continue
+            first=${sizes%%,*} && small=$(($(numfmt --from=iec "${first%B}") < 1048576))
+            warm=$( ((small)) && echo 80 || echo 28)
+            [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
+            iters=$( ((small)) && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
             sed "s/^/$label $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
@@ -222,8 +228,8 @@ for rate in ${rates//,/ }; do
               -v row="$label $layout $coll default" 'NR == FNR { lo[NR] = $1; hi[NR] = $2; a[NR] = $3; n = NR; next }
               { for (i = 1; i <= n; i++) if (($1 >= lo[i] && $1 < hi[i]) || (int($1 / p) >= lo[i] && int($1 / p) < hi[i])) {
                   print row, $1, "settled", a[i]; break } }' - "$WORK/bench.out" >>"$rows"
-            # Uneven splits: no prediction to carry the model's choice, its INFO line says it; the
-            # trials of the job's first calls settle every size after them (one class).
+            # Uneven splits: no prediction to carry the model's choice, its INFO line says it, and
+            # the line of the job's trials what they settled on.
             if [[ $algo == default && $coll == all_to_allv ]]; then
               grep -h "all_to_all of uneven splits on" "$WORK/b_${coll}_$algo.0" | sed -E 's/.*ranks each\): ([a-z_]+).*/\1/' |
                 head -1 | awk -v row="$label $layout $coll default" 'NR == FNR { a = $1; next } { print row, $1, "chose", a }' \

@@ -120,9 +120,15 @@ class NativeBackend final : public Backend {
     algo::CollArgs a;
     a.blocks = inputs;
     a.blocks2 = outputs;
-    size_t bytes = algo::kUnevenSplits;  // sizes differ by rank, so select by none of them
-    if (op.sig.count != 0) bytes = static_cast<size_t>(op.sig.count) * dtype_size(op.sig.dtype);
-    run(op, bytes, a);
+    if (op.sig.count != 0) {
+      run(op, static_cast<size_t>(op.sig.count) * dtype_size(op.sig.dtype), a);
+      return;
+    }
+    // Sizes differ by rank, so select by none of them; the trials watch what this rank moves.
+    size_t sent = 0, received = 0;
+    for (const TensorView& t : inputs) sent += t.bytes();
+    for (const TensorView& t : outputs) received += t.bytes();
+    run(op, algo::kUnevenSplits, a, std::max(sent, received));
   }
 
   void barrier(const OpContext& op) override { run(op, 0, algo::CollArgs{}); }
@@ -165,15 +171,16 @@ class NativeBackend final : public Backend {
   // Point to point between ranks of one host goes through the segment's pipes.
   Transport& p2p() { return traits_.shm ? static_cast<Transport&>(*pipes_) : net_; }
 
-  void run(const OpContext& call, size_t bytes, const algo::CollArgs& args) {
-    run_chosen(choose(call, bytes), call, args);
+  // own_bytes: what this rank moves in an uneven all_to_all (the trials watch it).
+  void run(const OpContext& call, size_t bytes, const algo::CollArgs& args, size_t own_bytes = 0) {
+    run_chosen(choose(call, bytes, own_bytes), call, args);
   }
   // The selection's choice (which SPMD_DEBUG=INFO explains), or across hosts the trials' where
   // they decide.
-  const algo::Algorithm& choose(const OpContext& call, size_t bytes) {
+  const algo::Algorithm& choose(const OpContext& call, size_t bytes, size_t own_bytes = 0) {
     const algo::Algorithm& chosen = choices_.choose(call.sig.collective, bytes, traits_);
     if (traits_.hosts > 1)
-      if (const algo::Algorithm* tried = trials_.choose(call.sig.collective, bytes, traits_)) return *tried;
+      if (const algo::Algorithm* tried = trials_.choose(call.sig.collective, bytes, traits_, own_bytes)) return *tried;
     return chosen;
   }
   void run_chosen(const algo::Algorithm& chosen, const OpContext& call, const algo::CollArgs& args) {
@@ -187,27 +194,28 @@ class NativeBackend final : public Backend {
     ctx.model = traits_.net;
     if (!trials_.timing()) {
       chosen.run(ctx, args);
-      return;
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      chosen.run(ctx, args);
+      trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    chosen.run(ctx, args);
-    if (trials_.record(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()))
-      settle_trials(call);
+    if (trials_.exchange_due()) settle_trials(call);
   }
 
-  // The trials of a call size ended on every rank with this call (trials.hpp): the slowest
-  // rank's medians, by an all_reduce of max among the group, numbered apart from the group's
-  // calls (a small exchange of the backend's own, as the link probe is), decide for all.
+  // The trials of a call size ended on every rank with this call, or an uneven class's check is
+  // due (trials.hpp): the slowest rank's medians, or the most any rank moved, by an all_reduce
+  // of max among the group, numbered apart from the group's calls (a small exchange of the
+  // backend's own, as the link probe is), decide for all.
   void settle_trials(const OpContext& call) {
-    std::vector<double> slowest = trials_.medians();
+    std::vector<double> group_max = trials_.exchanged();
     OpContext op;
-    op.sig = CallSignature{Collective::AllReduce, DType::F64, ReduceOp::Max, -1, slowest.size()};
+    op.sig = CallSignature{Collective::AllReduce, DType::F64, ReduceOp::Max, -1, group_max.size()};
     op.seq = kTrialsSeq | call.seq;
     op.timeout = call.timeout;
     op.deadline = Deadline(call.timeout);
-    algo::allreduce_recursive_doubling(net_, op, TensorView(slowest), reduce_kernel(DType::F64, ReduceOp::Max));
-    std::string line = trials_.settle(slowest, traits_);
-    if (config_.rank == 0) SPMD_LOG(Info) << line;
+    algo::allreduce_recursive_doubling(net_, op, TensorView(group_max), reduce_kernel(DType::F64, ReduceOp::Max));
+    std::string line = trials_.settle(group_max, traits_);
+    if (config_.rank == 0 && !line.empty()) SPMD_LOG(Info) << line;
   }
   static constexpr uint64_t kTrialsSeq = uint64_t{1} << 61;  // call numbers no group reaches
 

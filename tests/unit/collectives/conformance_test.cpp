@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <map>
+#include <numeric>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
@@ -157,6 +158,36 @@ TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
         }
     });
   }
+}
+
+// Uneven all_to_all is one class tried on its first calls; when what the ranks move grows 4x,
+// a check among them (every kUnevenCheckCalls calls) tries it again: results stay right through
+// the checks, the second trials and after, with every rank moving different sizes.
+TEST(TrialsInAGroup, UnevenAllToAllTriedAgainWhenItsSizeGrows) {
+  Links links("net=113MB@15us,host=3390MB@45us,shm=1100MB@22us,msg=22us");
+  FakeHosts fake(3);
+  const int world = 6;
+  const size_t phase_calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds) + algo::Trials::kUnevenCheckCalls + 4;
+  run_ranks(world, [&](ProcessGroup& g) {
+    const auto me = static_cast<size_t>(g.rank());
+    for (size_t scale : {size_t{1}, size_t{64}})
+      for (size_t call = 0; call < phase_calls; ++call) {
+        auto count = [&](size_t from, size_t to) { return scale * (1 + (from + to) % 3); };
+        std::vector<size_t> in_splits, out_splits;
+        for (size_t j = 0; j < static_cast<size_t>(world); ++j) {
+          in_splits.push_back(count(me, j));
+          out_splits.push_back(count(j, me));
+        }
+        std::vector<float> in, out(std::accumulate(out_splits.begin(), out_splits.end(), size_t{0}), -1.0f);
+        for (size_t j = 0; j < in_splits.size(); ++j)
+          for (size_t i = 0; i < in_splits[j]; ++i) in.push_back(static_cast<float>(tag_of(int(me * 31 + j + call), i)));
+        g.all_to_all(TensorView(out), TensorView(in), out_splits, in_splits);
+        size_t wrong = 0, at = 0;
+        for (size_t j = 0; j < out_splits.size(); ++j)
+          for (size_t i = 0; i < out_splits[j]; ++i) wrong += out[at++] != static_cast<float>(tag_of(int(j * 31 + me + call), i));
+        ASSERT_EQ(wrong, 0u) << "rank " << me << ", call " << call << " of scale " << scale;
+      }
+  });
 }
 
 std::vector<uint16_t> every_algorithm() {

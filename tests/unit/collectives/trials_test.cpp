@@ -77,7 +77,7 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
     for (size_t i = 0; i < n; ++i)             // a visit's calls each
       for (size_t j = 0; j < visit; ++j)
         EXPECT_EQ(ran[(round * n + i) * visit + j], candidates[(i + round) % n]) << round << " " << i;
-  std::vector<double> medians = trials.medians();
+  std::vector<double> medians = trials.exchanged();
   ASSERT_EQ(medians.size(), n);
   EXPECT_DOUBLE_EQ(medians[1], 1e-3);
   medians[0] = 1.5e-3;  // another rank was slower: the slowest rank's medians decide
@@ -107,7 +107,7 @@ TEST(Trials, ShortCallsAreTriedInLongerVisits) {
   ASSERT_EQ(ran.size(), 3 * n * visit);
   for (size_t v = 0; v < 3 * n; ++v)
     for (size_t j = 1; j < visit; ++j) EXPECT_EQ(ran[v * visit + j], ran[v * visit]) << "visit " << v;
-  std::vector<double> medians = trials.medians();
+  std::vector<double> medians = trials.exchanged();
   ASSERT_EQ(medians.size(), n);
   EXPECT_DOUBLE_EQ(medians[0], 60e-6);
   EXPECT_DOUBLE_EQ(medians[1], 20e-6);
@@ -130,7 +130,7 @@ TEST(Trials, ShortCallsTryWhatIsPricedWithinThreeTimes) {
   std::vector<const Algorithm*> ran;
   run_trials(trials, Collective::ReduceScatter, 12, g, 3, [](size_t slot) { return slot == 1 ? 60e-6 : 90e-6; }, &ran);
   EXPECT_NE(std::find(ran.begin(), ran.end(), ranked[1].algorithm), ran.end()) << ranked[1].algorithm->name;
-  const std::string line = trials.settle(trials.medians(), g);
+  const std::string line = trials.settle(trials.exchanged(), g);
   EXPECT_EQ(trials.choose(Collective::ReduceScatter, 12, g), ranked[1].algorithm) << line;
   // Calls priced from kShortCall keep kNear: the same ratio at 1 MiB would not be tried.
   EXPECT_EQ(Trials::near_for(Trials::kShortCall), Trials::kNear);
@@ -153,7 +153,7 @@ TEST(Trials, TheModelsChoiceStaysUnlessBeatenByMoreThanTheMargin) {
     auto candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 2,
                                  [&](size_t slot) { return slot == 1 ? 1e-3 : 1e-3 * (1 + beaten_by); });
     ASSERT_GE(candidates.size(), 2u);
-    std::vector<double> m = trials.medians();
+    std::vector<double> m = trials.exchanged();
     const std::string line = trials.settle(m, g);
     const bool kept = beaten_by < margin;
     EXPECT_EQ(line.find("(the model's choice)") != std::string::npos, kept) << line;
@@ -173,19 +173,70 @@ TEST(Trials, UnevenAllToAllTriesEveryAlgorithmThatRunsIt) {
   Trials trials(3);
   const size_t visit = Trials::kUnevenVisit.calls, calls = 3 * 2 * visit;
   for (size_t call = 0; call < calls; ++call) {
-    const Algorithm* a = trials.choose(Collective::AllToAll, kUnevenSplits, g);
+    const Algorithm* a = trials.choose(Collective::AllToAll, kUnevenSplits, g, 64 + call % 3);
     ASSERT_NE(a, nullptr) << "call " << call;
     EXPECT_EQ(a, ranked[(call / visit % 2 + call / visit / 2) % 2].algorithm) << "call " << call;
     EXPECT_EQ(trials.timing(), call % visit >= visit - Trials::kUnevenVisit.timed) << "call " << call;
     const bool direct = std::string(a->name) == "direct";
     EXPECT_EQ(trials.record(direct ? 662e-6 : 890e-6), call + 1 == calls) << "call " << call;  // 4 x 2, 64 B, 100 Mbit/s
+    EXPECT_EQ(trials.exchange_due(), call + 1 == calls) << "call " << call;
   }
-  std::vector<double> m = trials.medians();
+  // This rank's medians, then the most it moved in one call.
+  std::vector<double> m = trials.exchanged();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[2], 66.0);
   const std::string line = trials.settle(m, g);
-  EXPECT_NE(line.find("trials of all_to_all of uneven splits on 4 hosts"), std::string::npos) << line;
+  EXPECT_NE(line.find("trials of all_to_all of uneven splits (at most 64 B-128 B a rank) on 4 hosts"), std::string::npos)
+      << line;
   EXPECT_NE(line.find("direct from now on (the model chose pairwise)"), std::string::npos) << line;
-  EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g)->name), "direct");
+  EXPECT_FALSE(trials.exchange_due());
+  EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g, 64)->name), "direct");
   EXPECT_FALSE(trials.timing());
+}
+
+// The uneven class was tried at its first calls' size; every kUnevenCheckCalls calls the group
+// reads what it moves now, and from 4x more (or less) tries its candidates again, ordered and
+// priced by the model at that size.
+TEST(Trials, UnevenAllToAllIsTriedAgainWhenItsSizeMoves) {
+  NetGuard links(kLinks);
+  const GroupTraits g = hosts(3, 1);
+  Trials trials(3);
+  auto settle_at = [&](size_t own, double direct_s, double pairwise_s) {
+    for (size_t call = 0; call < 3 * 2 * Trials::kUnevenVisit.calls; ++call) {
+      const Algorithm* a = trials.choose(Collective::AllToAll, kUnevenSplits, g, own);
+      EXPECT_NE(a, nullptr) << "call " << call;
+      if (!a) return std::string();
+      trials.record(std::string(a->name) == "direct" ? direct_s : pairwise_s);
+    }
+    EXPECT_TRUE(trials.exchange_due());
+    return trials.settle(trials.exchanged(), g);
+  };
+  // 3 x 1 over 1 Gbit/s, 64 B: a tie, the model's first (pairwise) stays.
+  std::string line = settle_at(60, 63e-6, 60e-6);
+  EXPECT_NE(line.find("pairwise from now on (the model's choice)"), std::string::npos) << line;
+  // Calls of a similar size: the check changes nothing.
+  for (size_t call = 1; call <= Trials::kUnevenCheckCalls; ++call) {
+    EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g, 200)->name), "pairwise");
+    EXPECT_EQ(trials.exchange_due(), call == Trials::kUnevenCheckCalls) << "call " << call;
+  }
+  EXPECT_EQ(trials.exchanged(), std::vector<double>{200.0});
+  EXPECT_EQ(trials.settle(std::vector<double>{200.0}, g), "");
+  // Then another rank moves a megabyte: at the next check the class is tried again.
+  for (size_t call = 1; call <= Trials::kUnevenCheckCalls; ++call) {
+    EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g, 60)->name), "pairwise");
+    EXPECT_EQ(trials.exchange_due(), call == Trials::kUnevenCheckCalls) << "call " << call;
+  }
+  line = trials.settle(std::vector<double>{double(1 << 20)}, g);
+  EXPECT_NE(line.find("uneven all_to_all on 3 hosts now moves at most 1 MiB-2 MiB a rank (its trials saw 32 B-64 B, "
+                      "settling on pairwise): trying"),
+            std::string::npos)
+      << line;
+  // Its trials now price the candidates at that size; direct, 1.77x faster, wins.
+  line = settle_at(1 << 20, 7.8e-3, 13.8e-3);
+  EXPECT_NE(line.find("of uneven splits (at most 1 MiB-2 MiB a rank)"), std::string::npos) << line;
+  EXPECT_NE(line.find("direct from now on"), std::string::npos) << line;
+  EXPECT_NE(line.find(" ms (priced "), std::string::npos) << line;
+  EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g, 1 << 20)->name), "direct");
 }
 
 TEST(Trials, DecideNothingWhereTheyShouldNot) {
