@@ -78,5 +78,9 @@ std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, con
 // largest host's rank count): the model's cheapest from 1 up to hier::pipeline_chunks' most.
 // The same on every rank, as the model is.
 int hier_all_reduce_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
+// The same for hier reduce_scatter (`bytes` a rank's whole input, `count` the elements of its
+// block) and hier all_gather (`bytes` the whole output, `count` the bytes of a block).
+int hier_reduce_scatter_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
+int hier_all_gather_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
 
 }  // namespace spmd::algo

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "collectives/cost_model.hpp"
+#include "collectives/hier/hier_common.hpp"
 #include "collectives/select.hpp"
 #include "collectives/trials.hpp"
 #include "call/locality.hpp"
@@ -111,6 +112,59 @@ TEST(HierPipelined, AllReduceInChunks) {
         EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
       });
     }
+}
+
+// hier all_gather's and reduce_scatter's pipelined paths (hier_all_gather.cpp,
+// hier_reduce_scatter.cpp): chunks of every rank's block, each laid out host by host; 2, 3 and 8
+// chunks, odd block sizes, hosts of 2 and 3 ranks whose members are not contiguous. `chunks`:
+// the model's count for the call's whole buffer (bytes) and a block's count.
+template <typename Chunks, typename Body>
+void on_chunked_shapes(Chunks chunks, Body body) {
+  Links links("net=10Gbit@1us");
+  for (size_t n : {size_t{(70u << 10) / 4 + 3}, size_t{(3u << 20) / 4 + 1}})
+    for (int hosts : {2, 3}) {
+      FakeHosts fake(hosts);
+      const int world = 2 * hosts;
+      const size_t bytes = n * static_cast<size_t>(world) * 4;
+      EXPECT_EQ(chunks(bytes, n, algo::Layout{hosts, 2}), std::min<size_t>(bytes / algo::hier::kPipelineChunk, 8));
+      run_ranks(world, [&](ProcessGroup& g) { body(g, n, world); });
+    }
+}
+
+TEST(HierPipelined, ReduceScatterInChunks) {
+  AlgoOverride force("reduce_scatter=hier");
+  auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
+    return algo::hier_reduce_scatter_chunks(bytes, n, l, algo::net_model());
+  };
+  on_chunked_shapes(chunks, [](ProcessGroup& g, size_t n, int world) {
+    std::vector<float> in(n * static_cast<size_t>(world)), out(n, -1.0f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(tag_of(g.rank(), i));
+    g.reduce_scatter_from(TensorView(out), TensorView(in), ReduceOp::Sum);
+    size_t wrong = 0;
+    const size_t mine = static_cast<size_t>(g.rank()) * n;
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int r = 0; r < world; ++r) sum += tag_of(r, mine + i);
+      wrong += out[i] != static_cast<float>(sum);
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements, " << world << " ranks";
+  });
+}
+
+TEST(HierPipelined, AllGatherInChunks) {
+  AlgoOverride force("all_gather=hier");
+  auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
+    return algo::hier_all_gather_chunks(bytes, n * 4, l, algo::net_model());
+  };
+  on_chunked_shapes(chunks, [](ProcessGroup& g, size_t n, int world) {
+    std::vector<float> in(n), out(n * static_cast<size_t>(world), -1.0f);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<float>(tag_of(g.rank(), i));
+    g.all_gather_into(TensorView(out), TensorView(in));
+    size_t wrong = 0;
+    for (int r = 0; r < world; ++r)
+      for (size_t i = 0; i < n; ++i) wrong += out[static_cast<size_t>(r) * n + i] != static_cast<float>(tag_of(r, i));
+    EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements, " << world << " ranks";
+  });
 }
 
 // hier all_gather's phase among leaders by Bruck's algorithm: 4 hosts of 2 ranks over links of
