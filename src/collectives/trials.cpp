@@ -90,10 +90,7 @@ const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& g
   Class& k = it->second;
   if (k.uneven()) k.own_most = std::max(k.own_most, own_bytes);
   if (k.settled) {
-    if (k.uneven() && ++k.since_check == kUnevenCheckCalls) {
-      ended_ = &k;
-      checking_ = true;
-    }
+    if (k.uneven() && ++k.since_check == kUnevenCheckCalls) ended_ = &k;  // a check (settled) is due
     return k.settled;
   }
   const size_t n = k.candidates.size();
@@ -115,14 +112,13 @@ bool Trials::record(double seconds) {
   k->times[timed_slot_].push_back(seconds);
   if (k->calls < calls_per_class(k->candidates.size(), k->visit)) return false;
   ended_ = k;
-  checking_ = false;
   return true;
 }
 
 std::vector<double> Trials::exchanged() const {
   std::vector<double> out;
   if (!ended_) return out;
-  if (!checking_)
+  if (!ended_->settled)  // its trials ended (a settled class is due a check)
     for (std::vector<double> t : ended_->times) {
       std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
       out.push_back(t[t.size() / 2]);
@@ -136,11 +132,7 @@ std::string Trials::settle(std::span<const double> group_max, const GroupTraits&
   ended_ = nullptr;
   if (!k) return "";  // no exchange was due
   const bool uneven = k->uneven();
-  if (checking_) {
-    checking_ = false;
-    if (group_max.size() != 1) return "";
-    return check_size(*k, static_cast<size_t>(group_max[0]), group);
-  }
+  if (k->settled) return group_max.size() == 1 ? check_size(*k, static_cast<size_t>(group_max[0]), group) : "";
   if (group_max.size() != k->candidates.size() + (uneven ? 1 : 0)) return "";
   return settle_trials(*k, group_max, group);
 }

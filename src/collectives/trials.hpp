@@ -165,8 +165,7 @@ class Trials {
   std::unordered_map<uint32_t, Class> classes_;
   Class* timed_ = nullptr;  // the class of the call being timed
   size_t timed_slot_ = 0;   // which candidate it runs
-  Class* ended_ = nullptr;  // the class whose trials just ended or whose check is due (until settle)
-  bool checking_ = false;   // ended_ is due a check, not the end of its trials
+  Class* ended_ = nullptr;  // the class whose trials just ended, or (settled) whose check is due, until settle
 };
 
 }  // namespace spmd::algo
