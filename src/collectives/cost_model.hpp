@@ -74,13 +74,12 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 // binomial or chain). Every rank computes the same from the same model.
 std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model);
 
-// How many chunks hier all_reduce pipelines `bytes` (`count` elements) in on `layout` (its
-// largest host's rank count): the model's cheapest from 1 up to hier::pipeline_chunks' most.
-// The same on every rank, as the model is.
-int hier_all_reduce_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
-// The same for hier reduce_scatter (`bytes` a rank's whole input, `count` the elements of its
-// block) and hier all_gather (`bytes` the whole output, `count` the bytes of a block).
-int hier_reduce_scatter_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
-int hier_all_gather_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model);
+// How many chunks hier `c` pipelines its data in on `layout` (its largest host's rank count):
+// the model's cheapest from 1 up to hier::pipeline_chunks' most. The same on every rank, as the
+// model is. `bytes` and `count` (the unit a chunk is cut in): all_reduce and reduce the tensor
+// and its elements; broadcast the tensor and its bytes; reduce_scatter a rank's whole input and
+// the elements of its block; all_gather, gather and scatter every block (the whole) and a
+// block's bytes. 1 for collectives that are not pipelined (all_to_all, barrier).
+int hier_chunks(Collective c, size_t bytes, size_t count, const Layout& layout, const NetModel& model);
 
 }  // namespace spmd::algo

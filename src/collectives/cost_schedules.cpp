@@ -36,7 +36,7 @@ double pipelined(double before, double net, double after, int k) {
 }
 
 // hier all_reduce in k chunks: reduce on the host, the cheapest all_reduce among hosts, broadcast.
-double hier_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+double hier_all_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double local = s.on_host(static_cast<double>(bytes) / k);
   return pipelined(local, among_hosts(Collective::AllReduce, bytes / static_cast<size_t>(k), lead, s), local, k);
 }
@@ -58,6 +58,35 @@ double hier_reduce_scatter_pipelined(size_t bytes, int k, const Schedule& lead, 
                    s.at_leader(s.per_host() * chunk / s.size()), k);
 }
 
+// hier broadcast in k chunks: the representatives' broadcast (one agreement round first), then
+// the host's.
+double hier_broadcast_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+  const double chunk = static_cast<double>(bytes) / k;
+  return lead.barrier() +
+         pipelined(0, among_hosts(Collective::Broadcast, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
+                   s.on_host(chunk), k);
+}
+
+// hier reduce in k chunks: reduce on the host, the representatives' binomial tree (one
+// agreement round first), the last host barrier.
+double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+  const double chunk = static_cast<double>(bytes) / k;
+  return lead.barrier() + pipelined(s.on_host(chunk), lead.binomial(chunk, false), 0, k) + s.on_host(0);
+}
+
+// hier gather and scatter in k chunks of `bytes` (every block): the host's blocks at its
+// representative, the representatives' blocks to or from the root (one agreement round
+// first), the root's copy between its buffers and the host-ordered region.
+double hier_gather_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+  const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
+  return lead.barrier() + pipelined(s.at_leader(host_chunk), lead.star(host_chunk, true), s.copy(chunk), k) +
+         s.on_host(0);
+}
+double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+  const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
+  return lead.barrier() + pipelined(s.copy(chunk), lead.star(host_chunk, false), s.at_leader(host_chunk), k);
+}
+
 // The chunk count the model prices cheapest, from 1 up to hier::pipeline_chunks' most: many
 // chunks hide the local phases, each costs the leaders' latencies once more (4 x 2 over 1
 // Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248). Counts priced within
@@ -71,7 +100,7 @@ double hier_reduce_scatter_pipelined(size_t bytes, int k, const Schedule& lead, 
 // 203. With 2 ms links each chunk's latencies are priced 6 % and more, and the count stays low.
 constexpr double kChunkTie = 0.05;
 // `priced(bytes, k, lead, s)`: a hierarchical algorithm's price in k chunks.
-template <typename Priced>
+using Priced = double (*)(size_t, int, const Schedule&, const Schedule&);
 int cheapest_chunks(size_t bytes, size_t count, const Schedule& s, Priced priced) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
@@ -83,14 +112,24 @@ int cheapest_chunks(size_t bytes, size_t count, const Schedule& s, Priced priced
   while (price[static_cast<size_t>(chosen)] > cheapest * (1 + kChunkTie)) --chosen;
   return chosen;
 }
-int hier_all_reduce_chunks(size_t bytes, size_t count, const Schedule& s) {
-  return cheapest_chunks(bytes, count, s, hier_pipelined);
+
+// Each pipelined hierarchical algorithm's price in k chunks; null where it is not pipelined.
+Priced pipelined_price(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return hier_all_reduce_pipelined;
+    case Collective::ReduceScatter: return hier_reduce_scatter_pipelined;
+    case Collective::AllGather: return hier_all_gather_pipelined;
+    case Collective::Broadcast: return hier_broadcast_pipelined;
+    case Collective::Reduce: return hier_reduce_pipelined;
+    case Collective::Gather: return hier_gather_pipelined;
+    case Collective::Scatter: return hier_scatter_pipelined;
+    default: return nullptr;
+  }
 }
-int hier_reduce_scatter_chunks(size_t bytes, size_t count, const Schedule& s) {
-  return cheapest_chunks(bytes, count, s, hier_reduce_scatter_pipelined);
-}
-int hier_all_gather_chunks(size_t bytes, size_t count, const Schedule& s) {
-  return cheapest_chunks(bytes, count, s, hier_all_gather_pipelined);
+// hier `c` as the model prices it: in its cheapest chunk count.
+double hier_priced(Collective c, size_t bytes, size_t count, const Schedule& s) {
+  const Priced priced = pipelined_price(c);
+  return priced(bytes, cheapest_chunks(bytes, count, s, priced), s.leaders(), s);
 }
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
@@ -102,43 +141,36 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
       if (a == "recursive_doubling") return s.doubling(bytes, false);
       if (a == "halving_doubling") return s.doubling(bytes, true);
       if (a == "direct") return 2 * s.exchange(bytes / p);
-      if (a == "hier") return hier_pipelined(raw, hier_all_reduce_chunks(raw, raw, s), lead, s);
+      if (a == "hier") return hier_priced(c, raw, raw, s);
       break;
     case Collective::Broadcast:
       if (a == "binomial") return s.barrier() + s.binomial(bytes, true);
       if (a == "chain") return s.barrier() + s.chain(bytes);
       if (a == "flat") return s.barrier() + s.star(bytes, false);
-      if (a == "hier") return among_hosts(c, raw, lead, s) + s.on_host(bytes);
+      if (a == "hier") return hier_priced(c, raw, raw, s);
       break;
     case Collective::Reduce:
       if (a == "binomial") return s.barrier() + s.binomial(bytes, false);
       if (a == "linear") return s.barrier() + s.star(bytes, true);
-      if (a == "hier") return s.on_host(bytes) + lead.barrier() + lead.binomial(bytes, false) + s.on_host(0);
+      if (a == "hier") return hier_priced(c, raw, raw, s);
       break;
     case Collective::AllGather:  // bytes: one block
       if (a == "ring") return s.ring(s.size() - 1, bytes);
       if (a == "bruck") return s.bruck(bytes);
-      if (a == "hier") {
-        const size_t all = static_cast<size_t>(p) * raw;
-        return hier_all_gather_pipelined(all, hier_all_gather_chunks(all, raw, s), lead, s);
-      }
+      if (a == "hier") return hier_priced(c, static_cast<size_t>(p) * raw, raw, s);
       break;
     case Collective::Gather:
       if (a == "linear") return s.barrier() + s.star(bytes, true);
-      if (a == "hier")
-        return s.at_leader(s.per_host() * bytes) + lead.barrier() + lead.star(s.per_host() * bytes, true) +
-               s.copy(p * bytes) + s.on_host(0);
+      if (a == "hier") return hier_priced(c, static_cast<size_t>(p) * raw, raw, s);
       break;
     case Collective::Scatter:
       if (a == "linear") return s.barrier() + s.star(bytes, false);
-      if (a == "hier")
-        return s.copy(p * bytes) + lead.barrier() + lead.star(s.per_host() * bytes, false) +
-               s.at_leader(s.per_host() * bytes);
+      if (a == "hier") return hier_priced(c, static_cast<size_t>(p) * raw, raw, s);
       break;
     case Collective::ReduceScatter:  // bytes: the whole input
       if (a == "ring") return s.ring(s.size() - 1, bytes / p);
       if (a == "direct") return s.exchange(bytes / p);
-      if (a == "hier") return hier_reduce_scatter_pipelined(raw, hier_reduce_scatter_chunks(raw, raw, s), lead, s);
+      if (a == "hier") return hier_priced(c, raw, raw, s);
       break;
     case Collective::AllToAll:
       if (a == "pairwise") return s.pairwise(bytes / p);
@@ -183,19 +215,10 @@ std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, con
   return best;
 }
 
-int hier_all_reduce_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model) {
-  if (layout.hosts < 2 || layout.per_host < 2) return 1;
-  return hier_all_reduce_chunks(bytes, count, Schedule(layout, model));
-}
-
-int hier_reduce_scatter_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model) {
-  if (layout.hosts < 2 || layout.per_host < 2) return 1;
-  return hier_reduce_scatter_chunks(bytes, count, Schedule(layout, model));
-}
-
-int hier_all_gather_chunks(size_t bytes, size_t count, const Layout& layout, const NetModel& model) {
-  if (layout.hosts < 2 || layout.per_host < 2) return 1;
-  return hier_all_gather_chunks(bytes, count, Schedule(layout, model));
+int hier_chunks(Collective c, size_t bytes, size_t count, const Layout& layout, const NetModel& model) {
+  const Priced priced = pipelined_price(c);
+  if (layout.hosts < 2 || layout.per_host < 2 || !priced) return 1;
+  return cheapest_chunks(bytes, count, Schedule(layout, model), priced);
 }
 
 std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,

@@ -97,7 +97,7 @@ struct HostOrder {
 };
 
 // Pipelining (hier_all_reduce.cpp): chunks of at least kPipelineChunk bytes, at most
-// kPipelineChunks of them, the cost model choosing the count up to this (hier_all_reduce_chunks);
+// kPipelineChunks of them, the cost model choosing the count up to this (hier_chunks);
 // one chunk (no pipeline) when no host has two ranks (no local phase to hide). The same on
 // every rank: it depends on the call, the group and the group's model only. Chunks as small as
 // 128 KiB pay: 3 x 2 over 1 Gbit/s, 1 MiB in 8 chunks took 11.7 ms, the leaders' ring alone at

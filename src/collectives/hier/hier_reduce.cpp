@@ -3,11 +3,17 @@
 // (binomial tree, after an agreement round), and a last shared-memory barrier lets the other
 // ranks return only once their representative took part. Inputs of ranks other than the root
 // stay untouched (a representative reduces into a scratch copy).
+//
+// Pipelined in chunks as hier all_reduce is (hier_pipeline.hpp; the cost model's count): the
+// representatives reduce chunk k among hosts on a thread of their own while their hosts reduce
+// chunk k + 1.
 #include <cstring>
 #include <optional>
 #include <vector>
 
+#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
+#include "collectives/hier/hier_pipeline.hpp"
 #include "collectives/kept_scratch.hpp"
 
 namespace spmd::algo {
@@ -24,13 +30,19 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
     if (a.data.bytes() != 0) std::memcpy(scratch->data(), a.data.data, a.data.bytes());  // may be null
     mine.data = scratch->data();
   }
-  hier::host_reduce(c, 1, mine, hier::local_index(c.loc, rep), a.fn);
-  if (i_rep) {
-    SubTransport view(c.net, reps);
-    barrier_dissemination(view, c.op);
-    reduce_binomial(view, c.op, mine, c.loc.host_of[static_cast<size_t>(a.root)], a.fn);
-  }
-  hier::host_barrier(c, 2);
+  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
+  const int chunks = hier_chunks(Collective::Reduce, mine.bytes(), mine.count, layout, model_or_default(c.model));
+  const int rep_local = hier::local_index(c.loc, rep), root_index = c.loc.host_of[static_cast<size_t>(a.root)];
+  hier::pipeline(
+      i_rep, chunks,
+      [&](int k) { hier::host_reduce(c, static_cast<uint16_t>(1 + k), hier::chunk_of(mine, chunks, k), rep_local, a.fn); },
+      [&](int k) {
+        SubTransport view(c.net, reps);
+        if (k == 0) barrier_dissemination(view, c.op);
+        reduce_binomial(view, c.op, hier::chunk_of(mine, chunks, k), root_index, a.fn);
+      },
+      [](int) {});
+  hier::host_barrier(c, static_cast<uint16_t>(1 + chunks));
 }
 
 void hier_barrier(AlgoContext& c, const CollArgs&) {

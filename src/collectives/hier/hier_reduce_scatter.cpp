@@ -19,7 +19,7 @@ void hier_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const DType dtype = a.data.dtype;
   const size_t es = dtype_size(dtype), count = a.data.count, ranks = static_cast<size_t>(c.loc.size());
   const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
-  const int chunks = hier_reduce_scatter_chunks(a.data.bytes() * ranks, count, layout, model_or_default(c.model));
+  const int chunks = hier_chunks(Collective::ReduceScatter, a.data.bytes() * ranks, count, layout, model_or_default(c.model));
   const int host = c.loc.host();
   const size_t members = static_cast<size_t>(c.loc.local_size());
   char* all = hier::scratch(0, a.data.bytes() * ranks);  // chunk by chunk, each host by host

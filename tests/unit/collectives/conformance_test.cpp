@@ -14,24 +14,12 @@
 #include "collectives/trials.hpp"
 #include "call/locality.hpp"
 #include "conformance_checks.hpp"
+#include "faked_hosts.hpp"
 
 namespace spmd::test {
 namespace {
 
 using algo::Algorithm;
-
-// Ranks on faked hosts: rank r on host r % hosts (members of a host are not contiguous).
-struct FakeHosts {
-  explicit FakeHosts(int hosts) {
-    set_host_identity_override([hosts](int r) { return "fake-host-" + std::to_string(r % hosts); });
-  }
-  ~FakeHosts() { set_host_identity_override(nullptr); }
-};
-
-struct AlgoOverride {
-  explicit AlgoOverride(const std::string& spec) { algo::set_algorithm_override(spec); }
-  ~AlgoOverride() { algo::set_algorithm_override(""); }
-};
 
 // The smallest shared-memory slots (set before any group exists), so that kRounds takes
 // several rounds of them: the round logic does not depend on the slot size.
@@ -64,107 +52,6 @@ TEST_P(Conformance, FakedHosts) {
     FakeHosts fake(hosts);
     for (int world : kFakedWorlds) run_ranks(world, [&](ProcessGroup& g) { check(a.collective, g, world); });
   }
-}
-
-// Links described by SPMD_NET for the test's groups (they take it instead of measuring their
-// links) and for the process's model; both back to unset when it ends.
-struct Links {
-  explicit Links(const char* spec) {
-    ::setenv("SPMD_NET", spec, 1);
-    algo::set_net_model_override(spec);
-  }
-  ~Links() {
-    ::unsetenv("SPMD_NET");
-    algo::set_net_model_override("");
-  }
-};
-
-// hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 128 KiB, the leaders' phase on a
-// thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
-// are not contiguous. Links of little latency, so that the model chooses the most chunks.
-TEST(HierPipelined, AllReduceInChunks) {
-  AlgoOverride force("all_reduce=hier");
-  Links links("net=10Gbit@1us");
-  for (size_t n : {size_t{(300u << 10) / 4 + 3}, size_t{(17u << 20) / 4 + 1}})
-    for (int hosts : {2, 3}) {
-      FakeHosts fake(hosts);
-      const int world = 2 * hosts;
-      EXPECT_EQ(algo::hier_all_reduce_chunks(n * 4, n, algo::Layout{hosts, 2}, algo::net_model()),
-                n < (1u << 20) / 4 ? 2 : 8);
-      run_ranks(world, [&](ProcessGroup& g) {
-        std::vector<float> v(n);
-        std::vector<int32_t> m(n);
-        for (size_t i = 0; i < n; ++i) {
-          v[i] = static_cast<float>(tag_of(g.rank(), i));
-          m[i] = static_cast<int32_t>(tag_of(g.rank(), i));
-        }
-        g.all_reduce(TensorView(v), ReduceOp::Sum);
-        g.all_reduce(TensorView(m), ReduceOp::Max);
-        size_t wrong = 0;
-        for (size_t i = 0; i < n; ++i) {
-          double sum = 0, max = 0;
-          for (int r = 0; r < world; ++r) {
-            sum += tag_of(r, i);
-            max = std::max(max, tag_of(r, i));
-          }
-          wrong += v[i] != static_cast<float>(sum) || m[i] != static_cast<int32_t>(max);
-        }
-        EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
-      });
-    }
-}
-
-// hier all_gather's and reduce_scatter's pipelined paths (hier_all_gather.cpp,
-// hier_reduce_scatter.cpp): chunks of every rank's block, each laid out host by host; 2, 3 and 8
-// chunks, odd block sizes, hosts of 2 and 3 ranks whose members are not contiguous. `chunks`:
-// the model's count for the call's whole buffer (bytes) and a block's count.
-template <typename Chunks, typename Body>
-void on_chunked_shapes(Chunks chunks, Body body) {
-  Links links("net=10Gbit@1us");
-  for (size_t n : {size_t{(70u << 10) / 4 + 3}, size_t{(3u << 20) / 4 + 1}})
-    for (int hosts : {2, 3}) {
-      FakeHosts fake(hosts);
-      const int world = 2 * hosts;
-      const size_t bytes = n * static_cast<size_t>(world) * 4;
-      EXPECT_EQ(chunks(bytes, n, algo::Layout{hosts, 2}), std::min<size_t>(bytes / algo::hier::kPipelineChunk, 8));
-      run_ranks(world, [&](ProcessGroup& g) { body(g, n, world); });
-    }
-}
-
-TEST(HierPipelined, ReduceScatterInChunks) {
-  AlgoOverride force("reduce_scatter=hier");
-  auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
-    return algo::hier_reduce_scatter_chunks(bytes, n, l, algo::net_model());
-  };
-  on_chunked_shapes(chunks, [](ProcessGroup& g, size_t n, int world) {
-    std::vector<float> in(n * static_cast<size_t>(world)), out(n, -1.0f);
-    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(tag_of(g.rank(), i));
-    g.reduce_scatter_from(TensorView(out), TensorView(in), ReduceOp::Sum);
-    size_t wrong = 0;
-    const size_t mine = static_cast<size_t>(g.rank()) * n;
-    for (size_t i = 0; i < n; ++i) {
-      double sum = 0;
-      for (int r = 0; r < world; ++r) sum += tag_of(r, mine + i);
-      wrong += out[i] != static_cast<float>(sum);
-    }
-    EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements, " << world << " ranks";
-  });
-}
-
-TEST(HierPipelined, AllGatherInChunks) {
-  AlgoOverride force("all_gather=hier");
-  auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
-    return algo::hier_all_gather_chunks(bytes, n * 4, l, algo::net_model());
-  };
-  on_chunked_shapes(chunks, [](ProcessGroup& g, size_t n, int world) {
-    std::vector<float> in(n), out(n * static_cast<size_t>(world), -1.0f);
-    for (size_t i = 0; i < n; ++i) in[i] = static_cast<float>(tag_of(g.rank(), i));
-    g.all_gather_into(TensorView(out), TensorView(in));
-    size_t wrong = 0;
-    for (int r = 0; r < world; ++r)
-      for (size_t i = 0; i < n; ++i) wrong += out[static_cast<size_t>(r) * n + i] != static_cast<float>(tag_of(r, i));
-    EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements, " << world << " ranks";
-  });
 }
 
 // hier all_gather's phase among leaders by Bruck's algorithm: 4 hosts of 2 ranks over links of

@@ -116,15 +116,15 @@ TEST(CostModel, HierChunksAsTheModelPricesThem) {
   NetModel m = bandwidth_only(125e6, 3e9);
   // Without latency the most chunks hide the most local work; with 2 ms links each chunk pays
   // the leaders' ring latencies (6 on 4 hosts) and few chunks win.
-  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m), 8);
-  EXPECT_EQ(hier_all_reduce_chunks(1 << 20, 1 << 18, Layout{4, 2}, m), 8);  // chunks of 128 KiB
-  EXPECT_EQ(hier_all_reduce_chunks(200 << 10, 50 << 8, Layout{4, 2}, m), 1);  // below two of them
-  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 1}, m), 1);  // nothing local to hide
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{4, 2}, m), 8);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 1 << 20, 1 << 18, Layout{4, 2}, m), 8);  // chunks of 128 KiB
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 200 << 10, 50 << 8, Layout{4, 2}, m), 1);  // below two of them
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{4, 1}, m), 1);  // nothing local to hide
   m.net.latency_s = 2e-3;  // 1 to 3 chunks priced within 5 % of one (kChunkTie): the most of them
-  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m), 3);
-  EXPECT_EQ(hier_all_reduce_chunks(1 << 20, 1 << 18, Layout{4, 2}, m), 1);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{4, 2}, m), 3);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 1 << 20, 1 << 18, Layout{4, 2}, m), 1);
   m.net.latency_s = 50e-6;
-  const int k = hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{4, 2}, m);
+  const int k = hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{4, 2}, m);
   EXPECT_GT(k, 1);
   EXPECT_LE(k, 8);
 }
@@ -133,15 +133,15 @@ TEST(CostModel, HierChunksTakeTheMostAmongNearTies) {
   // The links of a 1 Gbit/s grid run with a fast shm class: 3 chunks priced cheapest by 0.1 %,
   // 8 took 197 ms against 3's 203 (the local phases cost more than their price).
   const NetModel m = parse_net_model("net=116MB@37us,host=4945MB@48us,shm=20333MB@24us,msg=24us");
-  EXPECT_EQ(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{3, 2}, m), 8);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{3, 2}, m), 8);
   // A tie is a tie only within 5 %: with 2 ms links every chunk's ring latencies count.
   const NetModel far = parse_net_model("net=116MB@2ms,host=4945MB@48us,shm=20333MB@24us,msg=24us");
-  EXPECT_LT(hier_all_reduce_chunks(16 << 20, 4 << 20, Layout{3, 2}, far), 8);
-  EXPECT_EQ(hier_all_reduce_chunks(1 << 20, 1 << 18, Layout{3, 2}, far), 1);
+  EXPECT_LT(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{3, 2}, far), 8);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 1 << 20, 1 << 18, Layout{3, 2}, far), 1);
   // 1 MiB on the links a 1 Gbit/s run measured: 8 chunks priced 4.5 % above one took 11.7 ms,
   // one chunk 13.4 (its local phases, 1.6 ms, priced 0.2).
   const NetModel near = parse_net_model("net=113MB@24us,host=2986MB@53us,shm=15210MB@27us,msg=27us");
-  EXPECT_EQ(hier_all_reduce_chunks(1 << 20, 1 << 18, Layout{3, 2}, near), 8);
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 1 << 20, 1 << 18, Layout{3, 2}, near), 8);
 }
 
 TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
