@@ -12,6 +12,33 @@
 namespace spmd::test {
 namespace {
 
+// A rank's tagged inputs for a sum (float) and a max (int32), and the check of their results.
+struct SumAndMax {
+  SumAndMax(size_t n, int rank) : sum(n), max(n) {
+    for (size_t i = 0; i < n; ++i) {
+      sum[i] = static_cast<float>(tag_of(rank, i));
+      max[i] = static_cast<int32_t>(tag_of(rank, i));
+    }
+  }
+  // Elements that differ from the sum and the max over `world` ranks, or (own >= 0) from rank
+  // `own`'s inputs, untouched.
+  size_t wrong(int world, int own = -1) const {
+    size_t n = 0;
+    for (size_t i = 0; i < sum.size(); ++i) {
+      double s = 0, m = 0;
+      for (int r = 0; r < world; ++r) {
+        s += tag_of(r, i);
+        m = std::max(m, tag_of(r, i));
+      }
+      if (own >= 0) s = m = tag_of(own, i);
+      n += sum[i] != static_cast<float>(s) || max[i] != static_cast<int32_t>(m);
+    }
+    return n;
+  }
+  std::vector<float> sum;
+  std::vector<int32_t> max;
+};
+
 // hier's pipelined path (hier_all_reduce.cpp: from 2 chunks of 128 KiB, the leaders' phase on a
 // thread of its own): 2 and 8 chunks, odd element counts, hosts of 2 and 3 ranks whose members
 // are not contiguous. Links of little latency, so that the model chooses the most chunks.
@@ -25,23 +52,10 @@ TEST(HierPipelined, AllReduceInChunks) {
       EXPECT_EQ(algo::hier_chunks(Collective::AllReduce, n * 4, n, algo::Layout{hosts, 2}, algo::net_model()),
                 n < (1u << 20) / 4 ? 2 : 8);
       run_ranks(world, [&](ProcessGroup& g) {
-        std::vector<float> v(n);
-        std::vector<int32_t> m(n);
-        for (size_t i = 0; i < n; ++i) {
-          v[i] = static_cast<float>(tag_of(g.rank(), i));
-          m[i] = static_cast<int32_t>(tag_of(g.rank(), i));
-        }
-        g.all_reduce(TensorView(v), ReduceOp::Sum);
-        g.all_reduce(TensorView(m), ReduceOp::Max);
-        size_t wrong = 0;
-        for (size_t i = 0; i < n; ++i) {
-          double sum = 0, max = 0;
-          for (int r = 0; r < world; ++r) {
-            sum += tag_of(r, i);
-            max = std::max(max, tag_of(r, i));
-          }
-          wrong += v[i] != static_cast<float>(sum) || m[i] != static_cast<int32_t>(max);
-        }
+        SumAndMax x(n, g.rank());
+        g.all_reduce(TensorView(x.sum), ReduceOp::Sum);
+        g.all_reduce(TensorView(x.max), ReduceOp::Max);
+        const size_t wrong = x.wrong(world);
         EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements on " << hosts << " hosts";
       });
     }
@@ -132,27 +146,10 @@ TEST(HierPipelined, BroadcastInChunks) {
 TEST(HierPipelined, ReduceInChunks) {
   AlgoOverride force("reduce=hier");
   on_tensor_shapes(Collective::Reduce, [](ProcessGroup& g, size_t n, int world, int root) {
-    std::vector<float> v(n);
-    std::vector<int32_t> m(n);
-    for (size_t i = 0; i < n; ++i) {
-      v[i] = static_cast<float>(tag_of(g.rank(), i));
-      m[i] = static_cast<int32_t>(tag_of(g.rank(), i));
-    }
-    g.reduce(TensorView(v), root, ReduceOp::Sum);
-    g.reduce(TensorView(m), root, ReduceOp::Max);
-    size_t wrong = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double sum = 0, max = 0;
-      for (int r = 0; r < world; ++r) {
-        sum += tag_of(r, i);
-        max = std::max(max, tag_of(r, i));
-      }
-      if (g.rank() != root) {  // inputs of ranks other than the root stay as they were
-        sum = tag_of(g.rank(), i);
-        max = sum;
-      }
-      wrong += v[i] != static_cast<float>(sum) || m[i] != static_cast<int32_t>(max);
-    }
+    SumAndMax x(n, g.rank());
+    g.reduce(TensorView(x.sum), root, ReduceOp::Sum);
+    g.reduce(TensorView(x.max), root, ReduceOp::Max);
+    const size_t wrong = x.wrong(world, g.rank() == root ? -1 : g.rank());  // others' inputs stay
     EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", root " << root << ", " << n << " elements";
   });
 }
