@@ -101,35 +101,47 @@ double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const S
 constexpr double kChunkTie = 0.05;
 // `priced(bytes, k, lead, s)`: a hierarchical algorithm's price in k chunks.
 using Priced = double (*)(size_t, int, const Schedule&, const Schedule&);
-int cheapest_chunks(size_t bytes, size_t count, const Schedule& s, Priced priced) {
+// `ties_to_most`: near ties go to the most chunks (above); otherwise more chunks than one must
+// save kChunkTie. broadcast, reduce, gather and scatter copy their data once on a host: in 8
+// chunks on 3 x 2 over 1 Gbit/s they gained 1-4 % at 1 and 16 MiB, where the model prices
+// under 5 %; with unshaped links (the network's copies made by the same 2 cores as the
+// hosts', the leader's thread waiting for them chunk after chunk) broadcast of 16 MiB took
+// 19-24 ms in one chunk and 23-28 in the model's count, reduce 27-33 and 34-39. all_reduce's
+// reduce and broadcast gained 13 % at 1 MiB in chunks priced 4.5 % above one.
+struct Pipeline {
+  Priced priced;
+  bool ties_to_most;
+};
+int cheapest_chunks(size_t bytes, size_t count, const Schedule& s, Pipeline pipeline) {
   const int most = hier::pipeline_chunks(bytes, count, s.per_host());
   if (most == 1) return 1;  // below two chunks' bytes: nothing to price (every small call comes here)
   const Schedule lead = s.leaders();
   std::array<double, hier::kPipelineChunks + 1> price{};  // every call from 256 KiB comes here
-  for (int k = 1; k <= most; ++k) price[static_cast<size_t>(k)] = priced(bytes, k, lead, s);
-  const double cheapest = *std::min_element(price.begin() + 1, price.begin() + most + 1);
+  for (int k = 1; k <= most; ++k) price[static_cast<size_t>(k)] = pipeline.priced(bytes, k, lead, s);
+  const auto least = std::min_element(price.begin() + 1, price.begin() + most + 1);
+  if (!pipeline.ties_to_most) return price[1] > *least * (1 + kChunkTie) ? static_cast<int>(least - price.begin()) : 1;
   int chosen = most;
-  while (price[static_cast<size_t>(chosen)] > cheapest * (1 + kChunkTie)) --chosen;
+  while (price[static_cast<size_t>(chosen)] > *least * (1 + kChunkTie)) --chosen;
   return chosen;
 }
 
 // Each pipelined hierarchical algorithm's price in k chunks; null where it is not pipelined.
-Priced pipelined_price(Collective c) {
+Pipeline pipeline_of(Collective c) {
   switch (c) {
-    case Collective::AllReduce: return hier_all_reduce_pipelined;
-    case Collective::ReduceScatter: return hier_reduce_scatter_pipelined;
-    case Collective::AllGather: return hier_all_gather_pipelined;
-    case Collective::Broadcast: return hier_broadcast_pipelined;
-    case Collective::Reduce: return hier_reduce_pipelined;
-    case Collective::Gather: return hier_gather_pipelined;
-    case Collective::Scatter: return hier_scatter_pipelined;
-    default: return nullptr;
+    case Collective::AllReduce: return {hier_all_reduce_pipelined, true};
+    case Collective::ReduceScatter: return {hier_reduce_scatter_pipelined, true};
+    case Collective::AllGather: return {hier_all_gather_pipelined, true};
+    case Collective::Broadcast: return {hier_broadcast_pipelined, false};
+    case Collective::Reduce: return {hier_reduce_pipelined, false};
+    case Collective::Gather: return {hier_gather_pipelined, false};
+    case Collective::Scatter: return {hier_scatter_pipelined, false};
+    default: return {nullptr, false};
   }
 }
 // hier `c` as the model prices it: in its cheapest chunk count.
 double hier_priced(Collective c, size_t bytes, size_t count, const Schedule& s) {
-  const Priced priced = pipelined_price(c);
-  return priced(bytes, cheapest_chunks(bytes, count, s, priced), s.leaders(), s);
+  const Pipeline pipeline = pipeline_of(c);
+  return pipeline.priced(bytes, cheapest_chunks(bytes, count, s, pipeline), s.leaders(), s);
 }
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
@@ -216,9 +228,9 @@ std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, con
 }
 
 int hier_chunks(Collective c, size_t bytes, size_t count, const Layout& layout, const NetModel& model) {
-  const Priced priced = pipelined_price(c);
-  if (layout.hosts < 2 || layout.per_host < 2 || !priced) return 1;
-  return cheapest_chunks(bytes, count, Schedule(layout, model), priced);
+  const Pipeline pipeline = pipeline_of(c);
+  if (layout.hosts < 2 || layout.per_host < 2 || !pipeline.priced) return 1;
+  return cheapest_chunks(bytes, count, Schedule(layout, model), pipeline);
 }
 
 std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,

@@ -144,6 +144,26 @@ TEST(CostModel, HierChunksTakeTheMostAmongNearTies) {
   EXPECT_EQ(hier_chunks(Collective::AllReduce, 1 << 20, 1 << 18, Layout{3, 2}, near), 8);
 }
 
+// broadcast, reduce, gather and scatter copy their data once on a host: more chunks than one
+// must save 5 % by the model's price, or they keep one (near ties do not go to the most).
+TEST(CostModel, RootedHierChunksOnlyWhereTheySave) {
+  // A 1 Gbit/s grid run's links: the local copies are a small share, one chunk.
+  const NetModel capped = parse_net_model("net=114MB@13us,host=2760MB@38us,shm=6259MB@19us,msg=19us");
+  for (Collective c : {Collective::Broadcast, Collective::Reduce, Collective::Gather, Collective::Scatter})
+    for (size_t bytes : {size_t{1} << 20, size_t{16} << 20}) {
+      const size_t count = c == Collective::Reduce ? bytes / 4 : bytes / 6;
+      EXPECT_EQ(hier_chunks(c, bytes, count, Layout{3, 2}, capped), 1) << collective_name(c) << " " << bytes;
+    }
+  // Links as fast as the copies: pipelined, and priced below one chunk by 5 % or more.
+  const NetModel fast = parse_net_model("net=10Gbit@1us,shm=1GB@2us");
+  for (Collective c : {Collective::Broadcast, Collective::Reduce, Collective::Gather, Collective::Scatter}) {
+    const size_t bytes = 16 << 20, count = c == Collective::Reduce ? bytes / 4 : bytes / 6;
+    EXPECT_GT(hier_chunks(c, bytes, count, Layout{3, 2}, fast), 1) << collective_name(c);
+  }
+  // all_reduce's near ties still go to the most chunks on the capped links.
+  EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{3, 2}, capped), 8);
+}
+
 TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
   const NetModel m = bandwidth_only(1e9, 1e12);
   // Gather to rank 0 on 3 x 2: four blocks come in through host 0's interface.
