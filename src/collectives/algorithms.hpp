@@ -27,6 +27,7 @@ void broadcast_flat(Transport& t, const OpContext& op, TensorView data, int root
 // --- reduce to group rank `root`; `data` is not modified on other ranks ---
 void reduce_binomial(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);
 void reduce_linear(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);
+void reduce_ring(Transport& t, const OpContext& op, TensorView data, int root, ReduceFn fn);
 
 // --- all_gather: blocks[i] receives group rank i's block; our own block is already filled ---
 void allgather_ring(Transport& t, const OpContext& op, std::span<const TensorView> blocks);

@@ -71,7 +71,7 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 
 // The flat algorithm a hierarchical one runs among hosts (one rank each) for `bytes`: the
 // cheapest by the model (all_reduce: recursive_doubling, halving_doubling or ring; broadcast:
-// binomial or chain). Every rank computes the same from the same model.
+// binomial or chain; reduce: binomial or ring). Every rank computes the same from the same model.
 std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model);
 
 // How many chunks hier `c` pipelines its data in on `layout` (its largest host's rank count):

@@ -67,11 +67,15 @@ double hier_broadcast_pipelined(size_t bytes, int k, const Schedule& lead, const
                    s.on_host(chunk), k);
 }
 
-// hier reduce in k chunks: reduce on the host, the representatives' binomial tree (one
-// agreement round first), the last host barrier.
+// hier reduce in k chunks: reduce on the host, the representatives' cheapest reduce (one
+// agreement round first, which the flat reduces' prices hold for every chunk), the last host
+// barrier.
 double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k;
-  return lead.barrier() + pipelined(s.on_host(chunk), lead.binomial(chunk, false), 0, k) + s.on_host(0);
+  return lead.barrier() +
+         pipelined(s.on_host(chunk), among_hosts(Collective::Reduce, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
+                   0, k) +
+         s.on_host(0);
 }
 
 // hier gather and scatter in k chunks of `bytes` (every block): the host's blocks at its
@@ -164,6 +168,7 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
     case Collective::Reduce:
       if (a == "binomial") return s.barrier() + s.binomial(bytes, false);
       if (a == "linear") return s.barrier() + s.star(bytes, true);
+      if (a == "ring") return s.barrier() + s.ring(s.size() - 1, bytes / p) + s.star(bytes / p, true);
       if (a == "hier") return hier_priced(c, raw, raw, s);
       break;
     case Collective::AllGather:  // bytes: one block
@@ -209,10 +214,12 @@ std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, con
   static constexpr std::string_view kAllReduce[] = {"recursive_doubling", "halving_doubling", "ring"};
   static constexpr std::string_view kBroadcast[] = {"binomial", "chain"};
   static constexpr std::string_view kAllGather[] = {"ring", "bruck"};
+  static constexpr std::string_view kReduce[] = {"binomial", "ring"};
   std::span<const std::string_view> candidates;
   if (c == Collective::AllReduce) candidates = kAllReduce;
   if (c == Collective::Broadcast) candidates = kBroadcast;
   if (c == Collective::AllGather) candidates = kAllGather;
+  if (c == Collective::Reduce) candidates = kReduce;
   if (candidates.empty()) raise(ErrorKind::InvalidArgument, std::string("internal: no phase among hosts for ") + collective_name(c));
   const Schedule lead(Layout{hosts, 1}, model);
   std::string_view best = candidates.front();

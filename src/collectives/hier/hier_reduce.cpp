@@ -1,8 +1,9 @@
 // Hierarchical reduce: each host reduces to its representative (the root on the root's host,
 // the leader elsewhere) through shared memory, the representatives reduce to the root over TCP
-// (binomial tree, after an agreement round), and a last shared-memory barrier lets the other
-// ranks return only once their representative took part. Inputs of ranks other than the root
-// stay untouched (a representative reduces into a scratch copy).
+// (binomial tree or ring, the cost model's cheapest, after an agreement round), and a last
+// shared-memory barrier lets the other ranks return only once their representative took part.
+// Inputs of ranks other than the root stay untouched (a representative reduces into a scratch
+// copy).
 //
 // Pipelined in chunks as hier all_reduce is (hier_pipeline.hpp; the cost model's count): the
 // representatives reduce chunk k among hosts on a thread of their own while their hosts reduce
@@ -31,7 +32,8 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
     mine.data = scratch->data();
   }
   const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
-  const int chunks = hier_chunks(Collective::Reduce, mine.bytes(), mine.count, layout, model_or_default(c.model));
+  const NetModel& model = model_or_default(c.model);
+  const int chunks = hier_chunks(Collective::Reduce, mine.bytes(), mine.count, layout, model);
   const int rep_local = hier::local_index(c.loc, rep), root_index = c.loc.host_of[static_cast<size_t>(a.root)];
   hier::pipeline(
       i_rep, chunks,
@@ -39,7 +41,11 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
       [&](int k) {
         SubTransport view(c.net, reps);
         if (k == 0) barrier_dissemination(view, c.op);
-        reduce_binomial(view, c.op, hier::chunk_of(mine, chunks, k), root_index, a.fn);
+        const TensorView part = hier::chunk_of(mine, chunks, k);
+        if (cheapest_among_hosts(Collective::Reduce, part.bytes(), view.size(), model) == "ring")
+          reduce_ring(view, c.op, part, root_index, a.fn);
+        else
+          reduce_binomial(view, c.op, part, root_index, a.fn);
       },
       [](int) {});
   hier::host_barrier(c, static_cast<uint16_t>(1 + chunks));

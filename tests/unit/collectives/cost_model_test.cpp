@@ -164,6 +164,18 @@ TEST(CostModel, RootedHierChunksOnlyWhereTheySave) {
   EXPECT_EQ(hier_chunks(Collective::AllReduce, 16 << 20, 4 << 20, Layout{3, 2}, capped), 8);
 }
 
+// reduce by ring (reduce_ring.cpp): the tree's root takes the whole vector on each of log2 P
+// levels, the ring moves 2 (P - 1) / P of it; one message each way per step, many steps.
+TEST(CostModel, RingReduceWhereTheTreeTakesTheVectorTwice) {
+  const NetModel m = parse_net_model("net=114MB@13us,host=2760MB@38us,shm=6259MB@19us,msg=19us");
+  const double tree = *predict_seconds(Collective::Reduce, "binomial", 16 << 20, Layout{3, 1}, m);
+  const double ring = *predict_seconds(Collective::Reduce, "ring", 16 << 20, Layout{3, 1}, m);
+  EXPECT_NEAR(tree / ring, 2.0 / (4.0 / 3), 0.1);  // 2 S against 4/3 S through the root's link
+  EXPECT_EQ(cheapest_among_hosts(Collective::Reduce, 16 << 20, 3, m), "ring");
+  EXPECT_EQ(cheapest_among_hosts(Collective::Reduce, 8, 3, m), "binomial");
+  EXPECT_EQ(cheapest_among_hosts(Collective::Reduce, 16 << 20, 2, m), "binomial");  // one level: the whole once
+}
+
 TEST(CostModel, ContentionOnAHostsInterfaceCounts) {
   const NetModel m = bandwidth_only(1e9, 1e12);
   // Gather to rank 0 on 3 x 2: four blocks come in through host 0's interface.
