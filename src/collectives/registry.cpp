@@ -83,7 +83,8 @@ const Algorithm kAlgorithms[] = {
      [](AlgoContext& c, const CollArgs& a) { agree(c); reduce_linear(c.net, c.op, a.data, a.root, a.fn); }, kRankOrder,
      "every rank sends to the root, which folds in rank order"},
     {Collective::Reduce, "ring",
-     [](AlgoContext& c, const CollArgs& a) { agree(c); reduce_ring(c.net, c.op, a.data, a.root, a.fn); }, kNeedNothing, "reduce-scatter around a ring, the blocks gathered at the root; bandwidth-optimal"},
+     [](AlgoContext& c, const CollArgs& a) { agree(c); reduce_ring(c.net, c.op, a.data, a.root, a.fn); }, kNeedNothing,
+     "reduce-scatter around a ring, the blocks gathered at the root; bandwidth-optimal"},
     // --- all_gather, gather, scatter ---
     {Collective::AllGather, "ring", [](AlgoContext& c, const CollArgs& a) { allgather_ring(c.net, c.op, a.blocks); },
      kNeedNothing, "P-1 steps around a ring"},

@@ -19,8 +19,7 @@ namespace spmd::algo {
 
 void hier_all_gather(AlgoContext& c, const CollArgs& a) {
   const size_t block = a.data.bytes(), ranks = static_cast<size_t>(c.loc.size());
-  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
-  const int chunks = hier_chunks(Collective::AllGather, block * ranks, block, layout, model_or_default(c.model));
+  const int chunks = hier::chunks_of(c, Collective::AllGather, block * ranks, block);
   char* all = hier::scratch(0, block * ranks);  // chunk by chunk, each host by host
   const int host = c.loc.host();
   // Chunk k: its first byte in every block, its bytes per block, its region and the region's layout.

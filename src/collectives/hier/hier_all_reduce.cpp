@@ -32,8 +32,7 @@ void leaders_all_reduce(AlgoContext& c, const OpContext& op, TensorView data, Re
 }  // namespace
 
 void hier_all_reduce(AlgoContext& c, const CollArgs& a) {
-  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
-  const int chunks = hier_chunks(Collective::AllReduce, a.data.bytes(), a.data.count, layout, model_or_default(c.model));
+  const int chunks = hier::chunks_of(c, Collective::AllReduce, a.data.bytes(), a.data.count);
   auto phase = [](int k, int which) { return static_cast<uint16_t>(1 + 2 * k + which); };
   hier::pipeline(
       c.loc.is_leader(), chunks,

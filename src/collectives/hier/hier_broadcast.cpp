@@ -18,9 +18,8 @@ void hier_broadcast(AlgoContext& c, const CollArgs& a) {
   const int rep = reps[static_cast<size_t>(c.loc.host())];
   const int root_index = c.loc.host_of[static_cast<size_t>(a.root)];
   const NetModel& model = model_or_default(c.model);
-  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
   const TensorView data(a.data.data, a.data.bytes(), DType::U8);  // chunks in bytes
-  const int chunks = hier_chunks(Collective::Broadcast, data.bytes(), data.count, layout, model);
+  const int chunks = hier::chunks_of(c, Collective::Broadcast, data.bytes(), data.count);
   auto chunk = [&](int k) { return hier::chunk_of(data, chunks, k); };
   auto among_hosts = [&](int k) {
     SubTransport view(c.net, reps);

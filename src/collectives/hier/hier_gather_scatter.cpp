@@ -11,7 +11,6 @@
 // scatter chunk k - 1.
 #include <cstring>
 
-#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 #include "collectives/hier/hier_pipeline.hpp"
 
@@ -34,9 +33,7 @@ struct Place {
         members(static_cast<size_t>(c.loc.local_size())),
         i_root(c.loc.rank == a.root),
         i_rep(c.loc.rank == rep),
-        chunks(hier_chunks(coll, block * ranks, block,
-                           Layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()},
-                           model_or_default(c.model))),
+        chunks(hier::chunks_of(c, coll, block * ranks, block)),
         buffer(hier::scratch(0, i_root ? block * ranks : i_rep ? block * members : 0)) {}
 
   // Chunk k: its first byte in every block, its bytes per block, its region's layout and start.

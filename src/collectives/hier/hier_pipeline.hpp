@@ -11,7 +11,17 @@
 #include <optional>
 #include <thread>
 
+#include "collectives/algorithm.hpp"
+#include "collectives/cost_model.hpp"
+
 namespace spmd::algo::hier {
+
+// The chunk count the cost model gives hier `coll` in this group (cost_model.hpp, hier_chunks,
+// says what `bytes` and `count` are per collective).
+inline int chunks_of(const AlgoContext& c, Collective coll, size_t bytes, size_t count) {
+  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
+  return hier_chunks(coll, bytes, count, layout, model_or_default(c.model));
+}
 
 // The leader's inter-host thread: runs among_hosts(k) for chunk k once ready(k) was called.
 // Errors are kept for the calling thread, which rethrows them when it next waits for a chunk.

@@ -31,9 +31,8 @@ void hier_reduce(AlgoContext& c, const CollArgs& a) {
     if (a.data.bytes() != 0) std::memcpy(scratch->data(), a.data.data, a.data.bytes());  // may be null
     mine.data = scratch->data();
   }
-  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
   const NetModel& model = model_or_default(c.model);
-  const int chunks = hier_chunks(Collective::Reduce, mine.bytes(), mine.count, layout, model);
+  const int chunks = hier::chunks_of(c, Collective::Reduce, mine.bytes(), mine.count);
   const int rep_local = hier::local_index(c.loc, rep), root_index = c.loc.host_of[static_cast<size_t>(a.root)];
   hier::pipeline(
       i_rep, chunks,

@@ -9,7 +9,6 @@
 // chunk k (3 x 2 over 1 Gbit/s, 16 MiB: the local phases took ~25 ms of ~121 in one chunk).
 #include <cstring>
 
-#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 #include "collectives/hier/hier_pipeline.hpp"
 
@@ -18,8 +17,7 @@ namespace spmd::algo {
 void hier_reduce_scatter(AlgoContext& c, const CollArgs& a) {
   const DType dtype = a.data.dtype;
   const size_t es = dtype_size(dtype), count = a.data.count, ranks = static_cast<size_t>(c.loc.size());
-  const Layout layout{static_cast<int>(c.loc.hosts.size()), c.loc.max_ranks_per_host()};
-  const int chunks = hier_chunks(Collective::ReduceScatter, a.data.bytes() * ranks, count, layout, model_or_default(c.model));
+  const int chunks = hier::chunks_of(c, Collective::ReduceScatter, a.data.bytes() * ranks, count);
   const int host = c.loc.host();
   const size_t members = static_cast<size_t>(c.loc.local_size());
   char* all = hier::scratch(0, a.data.bytes() * ranks);  // chunk by chunk, each host by host
