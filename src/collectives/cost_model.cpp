@@ -18,8 +18,8 @@ namespace {
 [[noreturn]] void bad(std::string_view where, std::string_view item, const std::string& why) {
   raise(ErrorKind::InvalidArgument,
         std::string(where) + ": '" + std::string(item) + "' " + why +
-            " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,shm=RATE@LATENCY][,msg=TIME], e.g. "
-            "net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
+            " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,shm=RATE@LATENCY][,msg=TIME]"
+            "[,cores=N@TIME], e.g. net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
 }
 
 // "12.5" then the rest: the number and the unit after it, lower-cased.
@@ -67,6 +67,15 @@ double parse_latency(std::string_view where, std::string_view item, std::string_
   bad(where, item, "has a latency without a unit (s, ms, us or ns)");
 }
 
+// cores=N@TIME's N: a whole number of cores, 1 to 2^20.
+int parse_cores(std::string_view where, std::string_view item, std::string_view text) {
+  double v = 0;
+  std::string unit;
+  if (!split_number(text, v, unit) || !unit.empty() || v != static_cast<int>(v) || v > (1 << 20))
+    bad(where, item, "has a core count that is not a whole number from 1");
+  return static_cast<int>(v);
+}
+
 std::string rate_text(double bytes_per_s) {
   char buf[64];
   double bits = bytes_per_s * 8;
@@ -95,7 +104,11 @@ std::vector<std::unique_ptr<NetModel>> g_models;  // kept: a caller may hold a r
 std::string NetModel::describe() const {
   return "net " + rate_text(net.bytes_per_s) + " " + latency_text(net.latency_s) + ", host " +
          rate_text(host.bytes_per_s) + " " + latency_text(host.latency_s) + ", shm " + rate_text(shm.bytes_per_s) +
-         " " + latency_text(shm.latency_s) + ", " + latency_text(per_message_s) + " per message (" + origin + ")";
+         " " + latency_text(shm.latency_s) + ", " + latency_text(per_message_s) + " per message" +
+         (shared_cores.count ? ", every rank on " + std::to_string(shared_cores.count) + " shared cores at " +
+                                   latency_text(shared_cores.per_message_s) + " per message"
+                             : "") +
+         " (" + origin + ")";
 }
 
 NetModel parse_net_model(std::string_view text, std::string_view where) {
@@ -116,6 +129,12 @@ NetModel parse_net_model(std::string_view text, std::string_view where) {
     }
     if (eq == std::string_view::npos || at == std::string_view::npos || at < eq)
       bad(where, item, "is not CLASS=RATE@LATENCY");
+    if (item.substr(0, eq) == "cores") {
+      m.shared_cores = {parse_cores(where, item, item.substr(eq + 1, at - eq - 1)),
+                        parse_latency(where, item, item.substr(at + 1))};
+      any = true;
+      continue;
+    }
     std::string_view cls = item.substr(0, eq);
     LinkClass link{parse_latency(where, item, item.substr(at + 1)), parse_rate(where, item, item.substr(eq + 1, at - eq - 1))};
     if (cls == "net")

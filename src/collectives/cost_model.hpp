@@ -17,6 +17,8 @@
 //   SPMD_NET="net=1Gbit@200us"                 the network between hosts
 //   SPMD_NET="net=25Gbit@10us,host=8GB@2us"     both classes
 //   SPMD_NET="net=25Gbit@10us,shm=10GB@1us,msg=1us"  the shared-memory phases, per message
+//   SPMD_NET="net=1Gbit@20us,cores=2@24us"     every rank of the job shares 2 cores, and each
+//                                              message costs them 24 us (an emulated cluster)
 // Rates: a number with Gbit, Mbit, Kbit (bits/s) or GB, MB, KB (bytes/s, powers of 1000), "/s"
 // optional; latencies: a number with s, ms, us or ns.
 #pragma once
@@ -40,6 +42,14 @@ struct NetModel {
   LinkClass host{3e-6, 3e9};     // within a host: what one rank copies per second
   LinkClass shm{2e-6, 5e9};       // shared-memory phases: one sync, then copies at memcpy speed
   double per_message_s = 2e-6;   // a rank's cost per message beyond one each way (system calls)
+  // Where every rank of the job shares a few cores (a cluster emulated on one machine, as
+  // tests/multinode's): a step cannot end before those cores have handled its messages, each
+  // costing `per_message_s` of one core (waking its receiver, the system calls). 0 cores: each
+  // rank has a core of its own (a real cluster), and messages cost only per_message_s above.
+  struct SharedCores {
+    int count = 0;
+    double per_message_s = 0;
+  } shared_cores;
   std::string origin = "default (10 Gbit/s, 50 us between hosts; set SPMD_NET to describe yours)";
   // "net 1 Gbit/s 200 us, host 3 GB/s 3 us (SPMD_NET)": for logs and tools.
   std::string describe() const;

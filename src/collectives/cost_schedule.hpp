@@ -29,6 +29,11 @@ struct Flow {
 class Schedule {
  public:
   Schedule(const Layout& layout, const NetModel& m) : layout_(layout), m_(m), p_(layout.ranks()) {}
+  // The same schedule counting messages instead of seconds: every step prices the messages it
+  // sends, nothing else (the phases among hosts and the chunk counts still chosen by the model's
+  // prices). For the shared cores' roofline (NetModel::shared_cores, predict_seconds).
+  Schedule counting() const { return Schedule(layout_, m_, true); }
+  Schedule timed() const { return Schedule(layout_, m_, false); }
   int size() const { return p_; }
   int host(int r) const { return r / layout_.per_host; }
 
@@ -37,6 +42,7 @@ class Schedule {
   // each rank copies its own (ranks run on cores of their own). Every message a rank sends or
   // receives also costs it the per-message overhead.
   double flows(const std::vector<Flow>& fs, int hops = 1) const {
+    if (counting_) return static_cast<double>(fs.size());
     std::vector<double> out(static_cast<size_t>(layout_.hosts)), in(out.size());
     std::vector<double> local(static_cast<size_t>(p_));
     std::vector<int> messages(static_cast<size_t>(p_));
@@ -63,6 +69,8 @@ class Schedule {
                     here ? hops * m_.host.latency_s + busiest_local / m_.host.bytes_per_s : 0.0) +
            overhead(most_messages);
   }
+  // A step's price: its seconds, or where the schedule counts messages, its messages.
+  double step(double seconds, double messages) const { return counting_ ? messages : seconds; }
 
   // Beyond one message sent and one received, each costs the rank m_.per_message_s.
   double overhead(int messages) const { return messages > 2 ? (messages - 2) * m_.per_message_s : 0.0; }
@@ -73,8 +81,9 @@ class Schedule {
     int cross = 0;
     for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
     const double net_bytes = cross * bytes;
-    return std::max(cross ? m_.net.latency_s + net_bytes / m_.net.bytes_per_s : 0.0,
-                    cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0);
+    return step(std::max(cross ? m_.net.latency_s + net_bytes / m_.net.bytes_per_s : 0.0,
+                         cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0),
+                p_);
   }
 
   // Every rank sends `bytes` to every other rank, all at once (`steps` = 1) or spread over
@@ -83,7 +92,7 @@ class Schedule {
     const double l = layout_.per_host, p = p_;
     const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
     const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
-    return std::max(net_t, local_t) + overhead(2 * (p_ - 1));
+    return step(std::max(net_t, local_t) + overhead(2 * (p_ - 1)), static_cast<double>(p_) * (p_ - 1));
   }
 
   // alltoall_direct.cpp: the exchange in steps of up to kAllToAllDirectPeers peers.
@@ -98,15 +107,15 @@ class Schedule {
   double on_host(double bytes) const {
     if (layout_.per_host < 2) return 0;
     const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
-    return m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s;
+    return step(m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s, p_);  // a message: each rank's arrival
   }
 
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
-    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : m_.shm.latency_s + copy(bytes);
+    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), p_);
   }
-  double copy(double bytes) const { return bytes / m_.shm.bytes_per_s; }
+  double copy(double bytes) const { return step(bytes / m_.shm.bytes_per_s, 0); }
   int per_host() const { return layout_.per_host; }
 
   double barrier() const {
@@ -154,7 +163,7 @@ class Schedule {
     }
     // A power of two sends nothing early (the two readings agree); beyond kEarlyRanks ranks the
     // early reading saves one latency of log2(P) + 2 and costs a second of simulation.
-    if (rem == 0 || p_ > kEarlyRanks) return lockstep(programs);
+    if (rem == 0 || p_ > kEarlyRanks || counting_) return lockstep(programs);
     return std::min(critical_path(programs, layout_, m_), lockstep(programs));
   }
   static constexpr int kEarlyRanks = 4096;
@@ -210,8 +219,8 @@ class Schedule {
       }
     }
     const double t = finish();
-    if (exact == steps) return t;
-    return t + (steps - exact) * (t - at_window_start) / window;
+    const double seconds = exact == steps ? t : t + (steps - exact) * (t - at_window_start) / window;
+    return step(seconds, static_cast<double>(steps) * p_);
   }
 
   // Binomial tree from `root` = 0 (broadcast_binomial.cpp, reduce_binomial.cpp): rank v's
@@ -247,7 +256,7 @@ class Schedule {
       const LinkClass& c = host(r) == host(r + 1) ? m_.host : m_.net;
       wait += c.latency_s + (r + 2 < p_ ? granule / c.bytes_per_s : 0.0);
     }
-    return flows(fs, 0) + wait;
+    return step(flows(fs, 0) + wait, p_ - 1);
   }
 
   // Every rank but 0 sends to 0 (to_root) or 0 sends to every rank, all at once.
@@ -272,13 +281,25 @@ class Schedule {
   }
 
   // The same model on one rank per host (the leaders' or representatives' phase).
-  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_); }
+  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_, counting_); }
   const NetModel& model() const { return m_; }
 
+  // A hierarchical algorithm in k chunks, each chunk's local phases before and after its phase
+  // among hosts priced `before`, `after` and `net` (hier_pipeline.hpp): the local phases of
+  // chunk k+1 and k-1 run beside chunk k's phase among hosts; every chunk pays that phase's
+  // latencies. Counted, every chunk's messages.
+  double pipelined(double before, double net, double after, int k) const {
+    if (counting_) return k * (before + net + after);
+    return before + after + k * net + (k - 1) * std::max(0.0, before + after - net);
+  }
+
  private:
+  Schedule(const Layout& layout, const NetModel& m, bool counting)
+      : layout_(layout), m_(m), p_(layout.ranks()), counting_(counting) {}
   Layout layout_;
   const NetModel& m_;
   int p_;
+  bool counting_ = false;
 };
 
 }  // namespace spmd::algo::schedule

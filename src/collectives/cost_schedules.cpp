@@ -28,24 +28,17 @@ double among_hosts(Collective c, size_t bytes, const Schedule& lead, const Sched
   return *predict(c, cheapest_among_hosts(c, bytes, lead.size(), s.model()), static_cast<double>(bytes), bytes, lead);
 }
 
-// A hierarchical algorithm in k chunks (hier_pipeline.hpp), each chunk's local phases before
-// and after its phase among hosts priced `before`, `after` and `net`: the local phases of chunk
-// k+1 and k-1 run beside chunk k's phase among hosts; every chunk pays that phase's latencies.
-double pipelined(double before, double net, double after, int k) {
-  return before + after + k * net + (k - 1) * std::max(0.0, before + after - net);
-}
-
 // hier all_reduce in k chunks: reduce on the host, the cheapest all_reduce among hosts, broadcast.
 double hier_all_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double local = s.on_host(static_cast<double>(bytes) / k);
-  return pipelined(local, among_hosts(Collective::AllReduce, bytes / static_cast<size_t>(k), lead, s), local, k);
+  return s.pipelined(local, among_hosts(Collective::AllReduce, bytes / static_cast<size_t>(k), lead, s), local, k);
 }
 
 // hier all_gather in k chunks of `bytes` (the whole output): gather at the leader, the cheapest
 // all_gather among hosts, broadcast, unpack.
 double hier_all_gather_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
-  return pipelined(s.at_leader(host_chunk),
+  return s.pipelined(s.at_leader(host_chunk),
                    among_hosts(Collective::AllGather, static_cast<size_t>(host_chunk), lead, s),
                    s.on_host(chunk) + s.copy(chunk), k);
 }
@@ -54,7 +47,7 @@ double hier_all_gather_pipelined(size_t bytes, int k, const Schedule& lead, cons
 // reduce-scatter by host around the leaders' ring, scatter on the host.
 double hier_reduce_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k;
-  return pipelined(s.copy(chunk) + s.on_host(chunk), lead.ring(lead.size() - 1, chunk / lead.size()),
+  return s.pipelined(s.copy(chunk) + s.on_host(chunk), lead.ring(lead.size() - 1, chunk / lead.size()),
                    s.at_leader(s.per_host() * chunk / s.size()), k);
 }
 
@@ -63,7 +56,7 @@ double hier_reduce_scatter_pipelined(size_t bytes, int k, const Schedule& lead, 
 double hier_broadcast_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k;
   return lead.barrier() +
-         pipelined(0, among_hosts(Collective::Broadcast, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
+         s.pipelined(0, among_hosts(Collective::Broadcast, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
                    s.on_host(chunk), k);
 }
 
@@ -73,7 +66,7 @@ double hier_broadcast_pipelined(size_t bytes, int k, const Schedule& lead, const
 double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k;
   return lead.barrier() +
-         pipelined(s.on_host(chunk), among_hosts(Collective::Reduce, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
+         s.pipelined(s.on_host(chunk), among_hosts(Collective::Reduce, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
                    0, k) +
          s.on_host(0);
 }
@@ -83,12 +76,12 @@ double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Sc
 // first), the root's copy between its buffers and the host-ordered region.
 double hier_gather_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
-  return lead.barrier() + pipelined(s.at_leader(host_chunk), lead.star(host_chunk, true), s.copy(chunk), k) +
+  return lead.barrier() + s.pipelined(s.at_leader(host_chunk), lead.star(host_chunk, true), s.copy(chunk), k) +
          s.on_host(0);
 }
 double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
-  return lead.barrier() + pipelined(s.copy(chunk), lead.star(host_chunk, false), s.at_leader(host_chunk), k);
+  return lead.barrier() + s.pipelined(s.copy(chunk), lead.star(host_chunk, false), s.at_leader(host_chunk), k);
 }
 
 // The chunk count the model prices cheapest, from 1 up to hier::pipeline_chunks' most: many
@@ -145,7 +138,7 @@ Pipeline pipeline_of(Collective c) {
 // hier `c` as the model prices it: in its cheapest chunk count.
 double hier_priced(Collective c, size_t bytes, size_t count, const Schedule& s) {
   const Pipeline pipeline = pipeline_of(c);
-  return pipeline.priced(bytes, cheapest_chunks(bytes, count, s, pipeline), s.leaders(), s);
+  return pipeline.priced(bytes, cheapest_chunks(bytes, count, s.timed(), pipeline), s.leaders(), s);
 }
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
@@ -247,7 +240,16 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
   // One rank per host: hier is its phase among hosts, a flat algorithm ranked on its own (the
   // two tied, and the registry's order gave hier the choice that the grid cannot force there).
   if (layout.per_host == 1 && algorithm == "hier") return std::nullopt;
-  return predict(c, algorithm, static_cast<double>(bytes), bytes, Schedule(layout, model));
+  const Schedule s(layout, model);
+  const std::optional<double> seconds = predict(c, algorithm, static_cast<double>(bytes), bytes, s);
+  const NetModel::SharedCores& cores = model.shared_cores;
+  if (!seconds || cores.count == 0) return seconds;
+  // Where every rank shares a few cores, the call takes at least their time for its messages
+  // (a roofline: the schedule's latencies and the cores' work are not added, as a loop of calls
+  // overlaps them; priced step by step, 64 KiB calls read too high, their agreement rounds' work
+  // hiding under the previous call's transfers).
+  const double messages = *predict(c, algorithm, static_cast<double>(bytes), bytes, s.counting());
+  return std::max(*seconds, messages * cores.per_message_s / cores.count);
 }
 
 }  // namespace spmd::algo

@@ -164,6 +164,37 @@ calibrate() {
       host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
 }
 
+# The cores every rank of the emulated cluster shares (its nodes are namespaces of this
+# machine) and the time a message costs them, for spmd-sim's roofline (SPMD_NET's cores=N@TIME,
+# given to spmd-sim only: the jobs choose as on a cluster with a core per rank, which chose
+# better here: 39 of 48 cells below 1 MiB within 10 % with the roofline, 42 without, when the
+# grid of 2026-11-29 16:51 was judged again). An 8-byte ring all_reduce on every node x 2 ranks:
+# 2 (P - 1) steps of P messages, 0.99-1.46 ms on 4 x 2 in the runs of 2026-11-28/29, where the
+# links price 0.36: 18-26 us a message over 2 cores. Where the links price over half its time
+# (with delay: 2 ms links took 16.5-17 ms, priced 14.7) the ring waits on them, and only the
+# time they leave is the cores' (its steps wait for each other, so the two add up there).
+# shared_cores SPMD_NET: prints cores=N@TIME.
+shared_cores() {
+  local saved=$sizes warm=80 iters=40 s t links p=$((max_nodes * 2))
+  sizes=8
+  read -r s t <<<"$(bench cal_cores "$max_nodes" 2 all_reduce SPMD_ALGO=all_reduce=ring)"
+  sizes=$saved
+  links=$("$SIM" -c all_reduce --nodes "$max_nodes" --ranks-per-node 2 -s 8 --net "$1" --csv | awk -F, '$4 == "ring" { print $5 }')
+  awk -v t="$t" -v l="$links" -v n="$(nproc)" -v p="$p" 'BEGIN {
+    c = (l < t / 2 ? t : t - l) * n / (2 * (p - 1) * p)
+    printf "cores=%d@%.0fus\n", n, c < 1 ? 1 : c }'
+}
+
+# predictions NODES NPROC COLL: "algorithm size predicted us" rows from spmd-sim with $net and
+# $cores, and "default size predicted us algorithm" for the algorithm the jobs' model ($net)
+# chooses.
+predictions() {
+  local shape=(-c "$3" --nodes "$1" --ranks-per-node "$2" -s "$sizes" --csv)
+  awk -F, 'NR == FNR { if ($6 == 1) chosen[$3] = $4; next }
+    FNR > 1 { print $4, $3, "predicted", $5; if ($4 == chosen[$3]) print "default", $3, "predicted", $5, $4 }' \
+    <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" --net "$net,$cores")
+}
+
 warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters
 for s in ${sizes//,/ }; do
   if (($(numfmt --from=iec "${s%B}") < 1048576)); then small_sizes+=${small_sizes:+,}$s; else large_sizes+=${large_sizes:+,}$s; fi
@@ -184,7 +215,8 @@ for rate in ${rates//,/ }; do
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   ((${#sync[@]})) && label+=+sync
   net=$(calibrate) || exit 1
-  echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  cores=$(shared_cores "$net") || exit 1
+  echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
   for layout in ${layouts//,/ }; do
     nodes=${layout%x*} nproc=${layout#*x}
@@ -242,10 +274,9 @@ for rate in ${rates//,/ }; do
           sizes=$all_sizes
         done
       done
-      # The model's predictions for the same shape and links (default: the model's choice).
-      [[ $coll == all_to_allv ]] || "$SIM" -c "$coll" --nodes "$nodes" --ranks-per-node "$nproc" -s "$sizes" --net "$net" --csv |
-        awk -F, -v r="$label" -v l="$layout" -v c="$coll" 'NR > 1 {
-          print r, l, c, $4, $3, "predicted", $5; if ($6 == 1) print r, l, c, "default", $3, "predicted", $5, $4 }' >>"$rows"
+      # The model's predictions for the same shape and links, with the shared cores' roofline
+      # (default: the choice of the jobs' model, the links alone).
+      [[ $coll == all_to_allv ]] || predictions "$nodes" "$nproc" "$coll" | sed "s/^/$label $layout $coll /" >>"$rows"
     done
   done
 done
@@ -311,7 +342,7 @@ echo "$table"
 # are spmd-sim's, so its counts must be the ones above.
 if ((smoke)); then
   echo "$table" >"$WORK/grid.md"
-  again=$(bash "$(dirname "$0")/cost_model_rescore.sh" "$BIN" "$WORK/grid.md" "$label=$net") ||
+  again=$(bash "$(dirname "$0")/cost_model_rescore.sh" "$BIN" "$WORK/grid.md" "$label=$net,$cores") ||
     fail "cost_model_rescore.sh failed on the smoke grid: $again"
   echo "rescored: $again"
   grep -qE '^from 1 MiB: .* predictions within 25%: [0-9]+ of 4$' <<<"$again" ||

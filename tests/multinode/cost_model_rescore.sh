@@ -7,7 +7,9 @@
 #
 # Usage: cost_model_rescore.sh BIN_DIR TABLE.md LABEL=SPMD_NET... [--changes]
 #   LABEL: a rate column of the table (1gbit, 1gbit+2ms, ...), the rows judged; SPMD_NET: the
-#   links its run measured (cost_model.sh prints them: "== links LABEL: measured SPMD_NET=...")
+#   links its run measured (cost_model.sh prints them: "== links LABEL: measured SPMD_NET=...",
+#   and the shared cores its predictions add: append ",cores=N@TIME"). The choices are the
+#   model's with the links alone, as the jobs' (cores=... prices the predictions only).
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
 # A hier row was measured with the phase among hosts that the model chose then: where the
@@ -40,10 +42,14 @@ rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 
 [[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows of ${!nets[*]} in $table (its labels: $(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { gsub(/ /, "", $2); print $2 }' "$table" | sort -u | paste -sd' '))"; exit 2; }
 
 # spmd-sim's rows for every (label, layout, collective) of the table: "label layout coll algo size SIM us chosen"
+# (the prediction with the cores given, the choice without them)
 sims=$(cut -d' ' -f1-3 <<<"$rows" | sort -u | while read -r label layout coll; do
   sizes=$(awk -v l="$label" -v y="$layout" -v c="$coll" '$1 == l && $2 == y && $3 == c { print $5 }' <<<"$rows" | sort -un | paste -sd,)
-  "$bin_dir/spmd-sim" -c "$coll" --nodes "${layout%x*}" --ranks-per-node "${layout#*x}" -s "$sizes" --net "${nets[$label]}" --csv |
-    awk -F, -v l="$label" -v y="$layout" -v c="$coll" 'NR > 1 { print l, y, c, $4, $3, "SIM", $5, $6 }'
+  shape=(-c "$coll" --nodes "${layout%x*}" --ranks-per-node "${layout#*x}" -s "$sizes" --csv)
+  links=$(sed -E 's/(^|,)cores=[^,]*//' <<<"${nets[$label]}")
+  awk -F, -v l="$label" -v y="$layout" -v c="$coll" 'NR == FNR { chosen[$3, $4] = $6; next }
+    FNR > 1 { print l, y, c, $4, $3, "SIM", $5, chosen[$3, $4] }' \
+    <("$bin_dir/spmd-sim" "${shape[@]}" --net "$links") <("$bin_dir/spmd-sim" "${shape[@]}" --net "${nets[$label]}")
 done)
 
 awk -v changes="$changes" -v show_rows="$show_rows" '

@@ -58,9 +58,42 @@ TEST(CostModel, ParsesSpmdNet) {
   EXPECT_NE(m.describe().find("100 Mbit/s 2 ms"), std::string::npos) << m.describe();
 }
 
+// cores=N@TIME: every rank shares N cores, each message costing them TIME. A call takes at least
+// its messages' time on them; the links' prices are untouched where they are the larger.
+TEST(CostModel, SharedCoresAreARooflineOfMessages) {
+  const NetModel alone = parse_net_model("net=1Gbit@20us,host=2GB@40us,shm=20GB@20us,msg=20us");
+  const NetModel shared = parse_net_model("net=1Gbit@20us,host=2GB@40us,shm=20GB@20us,msg=20us,cores=2@24us");
+  EXPECT_EQ(shared.shared_cores.count, 2);
+  EXPECT_DOUBLE_EQ(shared.shared_cores.per_message_s, 24e-6);
+  EXPECT_NE(shared.describe().find("2 shared cores at 24 us"), std::string::npos) << shared.describe();
+  EXPECT_EQ(alone.describe().find("shared cores"), std::string::npos) << alone.describe();
+  auto at = [](Collective c, const char* a, size_t bytes, Layout l, const NetModel& m) {
+    return *predict_seconds(c, a, bytes, l, m);
+  };
+  // Messages counted by hand, each 12 us of the job's time (24 us over 2 cores):
+  // ring all_reduce on 4 x 2: 2 (P - 1) steps of P messages = 112
+  EXPECT_NEAR(at(Collective::AllReduce, "ring", 8, {4, 2}, shared), 112 * 12e-6, 1e-9);
+  // recursive doubling on 3 x 1: the fold (1), one exchange of 2 ranks (2), the hand-back (1)
+  EXPECT_NEAR(at(Collective::AllReduce, "recursive_doubling", 8, {3, 1}, shared), 4 * 12e-6, 1e-9);
+  // linear gather on 3 x 2: the agreement round's 3 steps of 6 messages, then 5 = 23
+  EXPECT_NEAR(at(Collective::Gather, "linear", 8, {3, 2}, shared), 23 * 12e-6, 1e-9);
+  // hier all_reduce on 3 x 2: each rank's arrival at its host's reduce and broadcast (2 x 6),
+  // recursive doubling among the 3 hosts (4) = 16
+  EXPECT_NEAR(at(Collective::AllReduce, "hier", 8, {3, 2}, shared), 16 * 12e-6, 1e-9);
+  for (Layout l : {Layout{3, 1}, Layout{4, 2}})
+    for (const char* a : {"ring", "recursive_doubling", "direct", "hier"}) {
+      if (l.per_host == 1 && std::string(a) == "hier") continue;
+      SCOPED_TRACE(a);
+      EXPECT_GT(at(Collective::AllReduce, a, 8, l, shared), at(Collective::AllReduce, a, 8, l, alone));
+      // 16 MiB: the links' time, far above the cores'
+      EXPECT_DOUBLE_EQ(at(Collective::AllReduce, a, 16 << 20, l, shared), at(Collective::AllReduce, a, 16 << 20, l, alone));
+    }
+}
+
 TEST(CostModel, BadSpmdNetIsAClearError) {
   for (const char* spec : {"net=1Gbit", "net=fast@1us", "net=1Gbit@1", "wire=1Gbit@1us", ",", "net=1Gbps@1us",
-                           "net=-1Gbit@1us", "msg=lots", "shm=1GB"}) {
+                           "net=-1Gbit@1us", "msg=lots", "shm=1GB", "cores=0@1us", "cores=2.5@1us", "cores=2",
+                           "cores=two@1us", "cores=2x@1us"}) {
     try {
       parse_net_model(spec);
       ADD_FAILURE() << spec << " was accepted";
