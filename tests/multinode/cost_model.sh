@@ -3,7 +3,8 @@
 # (send/recv ring at 8 B and 4 MiB between the nodes, and on one node with Unix sockets), the
 # measured classes become SPMD_NET, and then every algorithm of each collective is forced in
 # turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
-# layout, and set beside spmd-sim's prediction for the same shape and links.
+# layout, and set beside spmd-sim's prediction for the same shape and links (and the 2 cores
+# every rank of the emulated cluster shares: shared_cores below).
 # Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
