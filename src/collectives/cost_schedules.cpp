@@ -39,8 +39,8 @@ double hier_all_reduce_pipelined(size_t bytes, int k, const Schedule& lead, cons
 double hier_all_gather_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
   return s.pipelined(s.at_leader(host_chunk),
-                   among_hosts(Collective::AllGather, static_cast<size_t>(host_chunk), lead, s),
-                   s.on_host(chunk) + s.copy(chunk), k);
+                     among_hosts(Collective::AllGather, static_cast<size_t>(host_chunk), lead, s),
+                     s.on_host(chunk) + s.copy(chunk), k);
 }
 
 // hier reduce_scatter in k chunks of `bytes` (the whole input): pack and reduce on the host,
@@ -48,7 +48,7 @@ double hier_all_gather_pipelined(size_t bytes, int k, const Schedule& lead, cons
 double hier_reduce_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k;
   return s.pipelined(s.copy(chunk) + s.on_host(chunk), lead.ring(lead.size() - 1, chunk / lead.size()),
-                   s.at_leader(s.per_host() * chunk / s.size()), k);
+                     s.at_leader(s.per_host() * chunk / s.size()), k);
 }
 
 // hier broadcast in k chunks: the representatives' broadcast (one agreement round first), then
@@ -57,7 +57,7 @@ double hier_broadcast_pipelined(size_t bytes, int k, const Schedule& lead, const
   const double chunk = static_cast<double>(bytes) / k;
   return lead.barrier() +
          s.pipelined(0, among_hosts(Collective::Broadcast, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
-                   s.on_host(chunk), k);
+                     s.on_host(chunk), k);
 }
 
 // hier reduce in k chunks: reduce on the host, the representatives' cheapest reduce (one
@@ -67,7 +67,7 @@ double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Sc
   const double chunk = static_cast<double>(bytes) / k;
   return lead.barrier() +
          s.pipelined(s.on_host(chunk), among_hosts(Collective::Reduce, bytes / static_cast<size_t>(k), lead, s) - lead.barrier(),
-                   0, k) +
+                     0, k) +
          s.on_host(0);
 }
 

@@ -176,9 +176,12 @@ calibrate() {
 # time they leave is the cores' (its steps wait for each other, so the two add up there).
 # shared_cores SPMD_NET: prints cores=N@TIME.
 shared_cores() {
-  local saved=$sizes warm=80 iters=40 s t links p=$((max_nodes * 2))
+  local saved=$sizes warm=80 iters=40 s t="" x links p=$((max_nodes * 2)) try
   sizes=8
-  read -r s t <<<"$(bench cal_cores "$max_nodes" 2 all_reduce SPMD_ALGO=all_reduce=ring)"
+  for try in 1 2; do  # the faster of two jobs: with 200 us links one read 8.2 ms, its grid row 4.2
+    read -r s x <<<"$(bench cal_cores "$max_nodes" 2 all_reduce SPMD_ALGO=all_reduce=ring)"
+    t=$(smaller "$x" "$t")
+  done
   sizes=$saved
   links=$("$SIM" -c all_reduce --nodes "$max_nodes" --ranks-per-node 2 -s 8 --net "$1" --csv | awk -F, '$4 == "ring" { print $5 }')
   awk -v t="$t" -v l="$links" -v n="$(nproc)" -v p="$p" 'BEGIN {
