@@ -42,10 +42,11 @@ struct NetModel {
   LinkClass host{3e-6, 3e9};     // within a host: what one rank copies per second
   LinkClass shm{2e-6, 5e9};       // shared-memory phases: one sync, then copies at memcpy speed
   double per_message_s = 2e-6;   // a rank's cost per message beyond one each way (system calls)
-  // Where every rank of the job shares a few cores (a cluster emulated on one machine, as
-  // tests/multinode's): a step cannot end before those cores have handled its messages, each
-  // costing `per_message_s` of one core (waking its receiver, the system calls). 0 cores: each
-  // rank has a core of its own (a real cluster), and messages cost only per_message_s above.
+  // Where every rank of the job shares `count` cores (a cluster emulated on one machine, as
+  // tests/multinode's): a call cannot end before those cores have handled its messages, each
+  // costing one core its own `per_message_s` (waking its receiver, the system calls); a roofline
+  // over the schedule's price (predict_seconds). 0 cores: each rank has a core of its own (a
+  // real cluster), and messages cost only the per_message_s above.
   struct SharedCores {
     int count = 0;
     double per_message_s = 0;

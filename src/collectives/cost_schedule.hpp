@@ -191,6 +191,7 @@ class Schedule {
   // step the link's latency predicted 40.5). Hosts are alike: one host's ranks are followed,
   // the first one's left neighbour being the previous host's last (the same times as ours).
   double ring(int steps, double bytes) const {
+    if (counting_) return static_cast<double>(steps) * p_;  // no need to follow the ring
     const int l = std::min(layout_.per_host, p_);
     const bool across = layout_.hosts > 1;
     auto wire = [&](int i) {  // local index i sends to i + 1: across hosts when it is the host's last
@@ -219,8 +220,8 @@ class Schedule {
       }
     }
     const double t = finish();
-    const double seconds = exact == steps ? t : t + (steps - exact) * (t - at_window_start) / window;
-    return step(seconds, static_cast<double>(steps) * p_);
+    if (exact == steps) return t;
+    return t + (steps - exact) * (t - at_window_start) / window;
   }
 
   // Binomial tree from `root` = 0 (broadcast_binomial.cpp, reduce_binomial.cpp): rank v's
