@@ -90,7 +90,7 @@ std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, con
 // model is. `bytes` and `count` (the unit a chunk is cut in): all_reduce and reduce the tensor
 // and its elements; broadcast the tensor and its bytes; reduce_scatter a rank's whole input and
 // the elements of its block; all_gather, gather and scatter every block (the whole) and a
-// block's bytes. 1 for collectives that are not pipelined (all_to_all, barrier).
+// block's bytes; all_to_all a rank's whole input and a block's bytes. 1 for barrier.
 int hier_chunks(Collective c, size_t bytes, size_t count, const Layout& layout, const NetModel& model);
 
 }  // namespace spmd::algo

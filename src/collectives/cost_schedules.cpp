@@ -84,6 +84,16 @@ double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const S
   return lead.barrier() + s.pipelined(s.copy(chunk), lead.star(host_chunk, false), s.at_leader(host_chunk), k);
 }
 
+// hier all_to_all in k chunks of `bytes` (one rank's whole input): pack, gather at the leader;
+// the leader's sort into messages, the leaders' exchange, its sort by destination; scatter,
+// unpack.
+double hier_all_to_all_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
+  const double chunk = static_cast<double>(bytes) / k, host_rows = s.per_host() * chunk;
+  return s.pipelined(s.copy(chunk) + s.at_leader(host_rows),
+                     2 * s.copy(host_rows) + lead.direct_all_to_all(s.per_host() * s.per_host() * chunk / s.size()),
+                     s.at_leader(host_rows) + s.copy(chunk), k);
+}
+
 // The chunk count the model prices cheapest, from 1 up to hier::pipeline_chunks' most: many
 // chunks hide the local phases, each costs the leaders' latencies once more (4 x 2 over 1
 // Gbit/s with 2 ms, 16 MiB: 8 chunks took 280 ms, the flat ring 248). Counts priced within
@@ -132,6 +142,7 @@ Pipeline pipeline_of(Collective c) {
     case Collective::Reduce: return {hier_reduce_pipelined, false};
     case Collective::Gather: return {hier_gather_pipelined, false};
     case Collective::Scatter: return {hier_scatter_pipelined, false};
+    case Collective::AllToAll: return {hier_all_to_all_pipelined, false};
     default: return {nullptr, false};
   }
 }
@@ -185,11 +196,7 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
     case Collective::AllToAll:
       if (a == "pairwise") return s.pairwise(bytes / p);
       if (a == "direct") return s.direct_all_to_all(bytes / p);
-      if (a == "hier") {  // bytes: one rank's whole input; pack, gather, sort, exchange, sort, scatter, unpack
-        const double host_rows = s.per_host() * bytes;
-        return 2 * s.copy(bytes) + 2 * s.at_leader(host_rows) + 2 * s.copy(host_rows) +
-               lead.direct_all_to_all(s.per_host() * s.per_host() * bytes / p);
-      }
+      if (a == "hier") return hier_priced(c, raw, raw / s.size(), s);  // bytes: one rank's whole input
       break;
     case Collective::Barrier:
       if (a == "dissemination") return s.barrier();

@@ -6,17 +6,25 @@
 // + 200 us took 15.5-25.4 ms, with direct 14.1-16.6); each leader sorts what it received by
 // destination and scatters every local rank its outputs through shared memory.
 //
-// Buffers (bytes, b = one block, P ranks, L = this host's ranks): the leader's gathered inputs
-// [local source i][destination rank r] (L x P blocks, slot 0), the messages to hosts [host g]
-// [local source i][local destination j on g] (slot 1); the messages received from hosts go to
-// slot 0 ([host h][source i on h][local destination j]), and the outputs sorted by destination
-// [local destination j][source rank r] to slot 1. Uneven splits (the signature's count is 0,
-// the same on every rank) take the flat direct exchange, which stayed within 1.27x of pairwise
-// where pairwise took up to 5.7x as long (docs/cost_model_grid.md, "Uneven all_to_all");
-// selection leaves hier out for them (kEvenSplitsOnly), so this serves SPMD_ALGO=hier.
+// Pipelined in chunks as hier all_gather is (hier_pipeline.hpp; the cost model's count):
+// chunk k is bytes [b_k, b_k+1) of every block, with buffers of its own, so the host gathers
+// chunk k + 1 and scatters chunk k - 1 while the leaders exchange chunk k.
+//
+// Buffers (chunk k's region in each, c = its bytes per block, P ranks, L = this host's ranks):
+// the leader's gathered inputs [local source i][destination rank r] (L x P x c), the messages
+// to hosts [host g][local source i][local destination j on g]; the messages received from
+// hosts take the gathered inputs' place ([host h][source i on h][local destination j]) and the
+// outputs sorted by destination [local destination j][source rank r] the sent messages'.
+//
+// Uneven splits (the signature's count is 0, the same on every rank) take the flat direct
+// exchange, which stayed within 1.27x of pairwise where pairwise took up to 5.7x as long
+// (docs/cost_model_grid.md, "Uneven all_to_all"); selection leaves hier out for them
+// (kEvenSplitsOnly), so this serves SPMD_ALGO=hier.
 #include <cstring>
 
+#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
+#include "collectives/hier/hier_pipeline.hpp"
 
 namespace spmd::algo {
 
@@ -26,77 +34,89 @@ void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
     return;
   }
   const Locality& loc = c.loc;
-  const int p = loc.size(), hosts = loc.host_count(), mine = loc.local_size();
-  const size_t b = a.blocks[0].bytes(), row = static_cast<size_t>(p) * b;  // one rank's input
-  const bool single_copy = c.cma && row >= hier::kLocalSingleCopyBlocks;
-  const bool alone = mine == 1;
-
-  // This rank's input, packed in destination order (the leader's goes straight to its place).
-  char* gathered = hier::scratch(0, loc.is_leader() ? static_cast<size_t>(mine) * row : 0);
-  char* packed = loc.is_leader() ? gathered : hier::scratch(1, row);
-  for (int r = 0; r < p; ++r)
-    if (b) std::memcpy(packed + static_cast<size_t>(r) * b, a.blocks[static_cast<size_t>(r)].data, b);
-  auto rows_at = [&](char* base) {  // the leader's views of its host's rows
+  const size_t p = static_cast<size_t>(loc.size()), mine = static_cast<size_t>(loc.local_size());
+  const size_t b = a.blocks[0].bytes(), row = p * b;  // one rank's input
+  const bool leader = loc.is_leader(), alone = mine == 1;
+  const int hosts = loc.host_count(), chunks = hier::chunks_of(c, Collective::AllToAll, row, b);
+  // The leader's two buffers of its host's rows (gathered, then received; to send, then
+  // sorted); a member's packed inputs and its outputs.
+  char* first = hier::scratch(0, leader ? mine * row : 0);
+  char* second = hier::scratch(1, leader ? mine * row : 2 * row);
+  auto begin = [&](int k) { return segment_begin(b, chunks, k); };
+  auto length = [&](int k) { return begin(k + 1) - begin(k); };
+  auto phase = [](int k, int which) { return static_cast<uint16_t>(1 + 2 * k + which); };
+  auto gathered = [&](int k) { return first + mine * p * begin(k); };  // then the received messages
+  auto sorted = [&](int k) { return second + mine * p * begin(k); };   // the messages to send, then sorted
+  // This rank's chunk packed in destination order (the leader's goes straight to its place) and
+  // its outputs (the leader's are its sorted row).
+  auto packed = [&](int k) { return leader ? gathered(k) : second + p * begin(k); };
+  auto outputs = [&](int k) { return leader ? sorted(k) : second + row + p * begin(k); };
+  auto rows_at = [&](char* base, size_t bytes) {  // the leader's views of its host's rows
     std::vector<TensorView> v;
-    if (loc.is_leader())
-      for (int i = 0; i < mine; ++i) v.emplace_back(base + static_cast<size_t>(i) * row, row, DType::U8);
+    if (leader)
+      for (size_t i = 0; i < mine; ++i) v.emplace_back(base + i * bytes, bytes, DType::U8);
     return v;
   };
-  if (!alone) {
-    std::vector<TensorView> rows = rows_at(gathered);
+  auto single_copy = [&](int k) { return c.cma && p * length(k) >= hier::kLocalSingleCopyBlocks; };
+
+  auto gather = [&](int k) {
+    const size_t len = length(k);
+    char* in = packed(k);
+    for (size_t r = 0; r < p; ++r)
+      if (len) std::memcpy(in + r * len, static_cast<const char*>(a.blocks[r].data) + begin(k), len);
+    if (alone) return;
+    const std::vector<TensorView> rows = rows_at(gathered(k), p * len);  // g.blocks views it
     CollArgs g;
-    g.data = TensorView(packed, row, DType::U8);
+    g.data = TensorView(in, p * len, DType::U8);
     g.blocks = rows;
     g.root = 0;
-    hier::on_host(c, 1, g, single_copy ? shm_cma_gather : shm_flat_gather);
-  }
-
-  char* sorted = nullptr;  // the leader's outputs by local destination
-  if (loc.is_leader()) {
+    hier::on_host(c, phase(k, 0), g, single_copy(k) ? shm_cma_gather : shm_flat_gather);
+  };
+  auto exchange = [&](int k) {  // the leader's
+    const size_t len = length(k);
     // Where host g's message lies, sent and received alike: this host's L ranks times g's, both ways.
     std::vector<size_t> at(static_cast<size_t>(hosts) + 1);
-    for (int g = 0; g < hosts; ++g) {
-      const size_t pair = static_cast<size_t>(mine) * loc.hosts[static_cast<size_t>(g)].size() * b;
-      at[static_cast<size_t>(g) + 1] = at[static_cast<size_t>(g)] + pair;
+    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) at[g + 1] = at[g] + mine * loc.hosts[g].size() * len;
+    char *inputs = gathered(k), *outgoing = sorted(k);
+    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) {
+      const std::vector<int>& dst = loc.hosts[g];
+      char* out = outgoing + at[g];
+      for (size_t i = 0; i < mine; ++i)
+        for (size_t j = 0; j < dst.size(); ++j, out += len)
+          if (len) std::memcpy(out, inputs + i * p * len + static_cast<size_t>(dst[j]) * len, len);
     }
-    char* outgoing = hier::scratch(1, at.back());
-    for (int g = 0; g < hosts; ++g) {
-      const std::vector<int>& dst = loc.hosts[static_cast<size_t>(g)];
-      char* out = outgoing + at[static_cast<size_t>(g)];
-      for (int i = 0; i < mine; ++i)
-        for (size_t j = 0; j < dst.size(); ++j, out += b)
-          if (b) std::memcpy(out, gathered + static_cast<size_t>(i) * row + static_cast<size_t>(dst[j]) * b, b);
-    }
-    char* incoming = hier::scratch(0, at.back());  // the gathered rows are packed already
+    char* incoming = inputs;  // packed into the messages already
     std::vector<TensorView> send, recv;
-    for (int g = 0; g < hosts; ++g) {
-      const auto ug = static_cast<size_t>(g);
-      send.emplace_back(outgoing + at[ug], at[ug + 1] - at[ug], DType::U8);
-      recv.emplace_back(incoming + at[ug], at[ug + 1] - at[ug], DType::U8);
+    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) {
+      send.emplace_back(outgoing + at[g], at[g + 1] - at[g], DType::U8);
+      recv.emplace_back(incoming + at[g], at[g + 1] - at[g], DType::U8);
     }
     SubTransport leaders(c.net, loc.leaders());
     alltoall_direct(leaders, c.op, send, recv);
-    sorted = hier::scratch(1, static_cast<size_t>(mine) * row);  // the outgoing messages are sent
-    for (int r = 0; r < p; ++r) {
-      const int h = loc.host_of[static_cast<size_t>(r)], i = loc.local_index_of(r);
-      const char* src = incoming + at[static_cast<size_t>(h)] + static_cast<size_t>(i) * static_cast<size_t>(mine) * b;
-      for (int j = 0; j < mine; ++j)
-        if (b) std::memcpy(sorted + static_cast<size_t>(j) * row + static_cast<size_t>(r) * b, src + static_cast<size_t>(j) * b, b);
+    char* out = sorted(k);  // the messages are sent
+    for (size_t r = 0; r < p; ++r) {
+      const int h = loc.host_of[r];
+      const size_t i = static_cast<size_t>(loc.local_index_of(static_cast<int>(r)));
+      const char* src = incoming + at[static_cast<size_t>(h)] + i * mine * len;
+      for (size_t j = 0; j < mine; ++j)
+        if (len) std::memcpy(out + j * p * len + r * len, src + j * len, len);
     }
-  }
-
-  char* outputs = sorted;
-  if (!alone) {
-    std::vector<TensorView> rows = rows_at(sorted);
-    outputs = loc.is_leader() ? sorted : hier::scratch(1, row);
-    CollArgs s;
-    s.data = TensorView(outputs, row, DType::U8);
-    s.blocks = rows;
-    s.root = 0;
-    hier::on_host(c, 2, s, single_copy ? shm_cma_scatter : shm_flat_scatter);
-  }
-  for (int r = 0; r < p; ++r)
-    if (b) std::memcpy(a.blocks2[static_cast<size_t>(r)].data, outputs + static_cast<size_t>(r) * b, b);
+  };
+  auto scatter = [&](int k) {
+    const size_t len = length(k);
+    char* out = outputs(k);
+    if (!alone) {
+      const std::vector<TensorView> rows = rows_at(sorted(k), p * len);
+      CollArgs s;
+      s.data = TensorView(out, p * len, DType::U8);
+      s.blocks = rows;
+      s.root = 0;
+      hier::on_host(c, phase(k, 1), s, single_copy(k) ? shm_cma_scatter : shm_flat_scatter);
+    }
+    for (size_t r = 0; r < p; ++r)
+      if (len) std::memcpy(static_cast<char*>(a.blocks2[r].data) + begin(k), out + r * len, len);
+  };
+  hier::pipeline(leader, chunks, gather, exchange, scatter);
 }
 
 }  // namespace spmd::algo

@@ -114,6 +114,26 @@ TEST(HierPipelined, AllGatherInChunks) {
   });
 }
 
+// hier all_to_all's (hier_all_to_all.cpp): chunks of every block, each with buffers of its own
+// at the leader; every element names its source, its destination and its place.
+TEST(HierPipelined, AllToAllInChunks) {
+  AlgoOverride force("all_to_all=hier");
+  auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
+    return algo::hier_chunks(Collective::AllToAll, bytes, n * 4, l, algo::net_model());
+  };
+  on_chunked_shapes(chunks, [](ProcessGroup& g, size_t n, int world) {
+    auto tag = [](int src, int dst, size_t i) { return static_cast<int32_t>((src << 24) | (dst << 20) | static_cast<int>(i)); };
+    std::vector<int32_t> in(n * static_cast<size_t>(world)), out(in.size(), -1);
+    for (int d = 0; d < world; ++d)
+      for (size_t i = 0; i < n; ++i) in[static_cast<size_t>(d) * n + i] = tag(g.rank(), d, i);
+    g.all_to_all(TensorView(out), TensorView(in));
+    size_t wrong = 0;
+    for (int s = 0; s < world; ++s)
+      for (size_t i = 0; i < n; ++i) wrong += out[static_cast<size_t>(s) * n + i] != tag(s, g.rank(), i);
+    EXPECT_EQ(wrong, 0u) << "rank " << g.rank() << ", " << n << " elements a block, " << world << " ranks";
+  });
+}
+
 // broadcast, reduce, gather and scatter take more chunks than one only where they save 5 % by
 // the model's price: where the hosts' copies take about as long as the network's transfers.
 constexpr const char* kCopiesAsSlowAsTheLinks = "net=10Gbit@1us,shm=1GB@2us";
