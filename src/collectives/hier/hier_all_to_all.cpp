@@ -22,7 +22,6 @@
 // (kEvenSplitsOnly), so this serves SPMD_ALGO=hier.
 #include <cstring>
 
-#include "collectives/cost_model.hpp"
 #include "collectives/hier/hier_common.hpp"
 #include "collectives/hier/hier_pipeline.hpp"
 
@@ -37,7 +36,7 @@ void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
   const size_t p = static_cast<size_t>(loc.size()), mine = static_cast<size_t>(loc.local_size());
   const size_t b = a.blocks[0].bytes(), row = p * b;  // one rank's input
   const bool leader = loc.is_leader(), alone = mine == 1;
-  const int hosts = loc.host_count(), chunks = hier::chunks_of(c, Collective::AllToAll, row, b);
+  const int chunks = hier::chunks_of(c, Collective::AllToAll, row, b);
   // The leader's two buffers of its host's rows (gathered, then received; to send, then
   // sorted); a member's packed inputs and its outputs.
   char* first = hier::scratch(0, leader ? mine * row : 0);
@@ -74,30 +73,25 @@ void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
   };
   auto exchange = [&](int k) {  // the leader's
     const size_t len = length(k);
-    // Where host g's message lies, sent and received alike: this host's L ranks times g's, both ways.
-    std::vector<size_t> at(static_cast<size_t>(hosts) + 1);
-    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) at[g + 1] = at[g] + mine * loc.hosts[g].size() * len;
+    // Where host g's message lies, sent and received alike: this host's L ranks times g's, both
+    // ways, as if each of g's ranks had a block of L chunks.
+    const hier::HostOrder messages(loc, mine * len);
     char *inputs = gathered(k), *outgoing = sorted(k);
-    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) {
+    for (size_t g = 0; g < loc.hosts.size(); ++g) {
       const std::vector<int>& dst = loc.hosts[g];
-      char* out = outgoing + at[g];
+      char* out = outgoing + messages.host_start(static_cast<int>(g));
       for (size_t i = 0; i < mine; ++i)
         for (size_t j = 0; j < dst.size(); ++j, out += len)
           if (len) std::memcpy(out, inputs + i * p * len + static_cast<size_t>(dst[j]) * len, len);
     }
     char* incoming = inputs;  // packed into the messages already
-    std::vector<TensorView> send, recv;
-    for (size_t g = 0; g < static_cast<size_t>(hosts); ++g) {
-      send.emplace_back(outgoing + at[g], at[g + 1] - at[g], DType::U8);
-      recv.emplace_back(incoming + at[g], at[g + 1] - at[g], DType::U8);
-    }
     SubTransport leaders(c.net, loc.leaders());
-    alltoall_direct(leaders, c.op, send, recv);
+    alltoall_direct(leaders, c.op, messages.hosts(outgoing, DType::U8), messages.hosts(incoming, DType::U8));
     char* out = sorted(k);  // the messages are sent
     for (size_t r = 0; r < p; ++r) {
       const int h = loc.host_of[r];
       const size_t i = static_cast<size_t>(loc.local_index_of(static_cast<int>(r)));
-      const char* src = incoming + at[static_cast<size_t>(h)] + i * mine * len;
+      const char* src = incoming + messages.host_start(h) + i * mine * len;
       for (size_t j = 0; j < mine; ++j)
         if (len) std::memcpy(out + j * p * len + r * len, src + j * len, len);
     }
