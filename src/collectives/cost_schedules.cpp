@@ -89,8 +89,10 @@ double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const S
 // unpack.
 double hier_all_to_all_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_rows = s.per_host() * chunk;
-  return s.pipelined(s.copy(chunk) + s.at_leader(host_rows),
-                     2 * s.copy(host_rows) + lead.direct_all_to_all(s.per_host() * s.per_host() * chunk / s.size()),
+  const double message = s.per_host() * s.per_host() * chunk / s.size();  // per pair of hosts
+  const double exchange =
+      hier::leaders_pairwise(k, message) ? lead.pairwise(message) : lead.direct_all_to_all(message);
+  return s.pipelined(s.copy(chunk) + s.at_leader(host_rows), 2 * s.copy(host_rows) + exchange,
                      s.at_leader(host_rows) + s.copy(chunk), k);
 }
 

@@ -116,6 +116,8 @@ TEST(HierPipelined, AllGatherInChunks) {
 
 // hier all_to_all's (hier_all_to_all.cpp): chunks of every block, each with buffers of its own
 // at the leader; every element names its source, its destination and its place.
+// The leaders exchange the 70 KiB blocks' chunks pairwise, the 3 MiB blocks' all at once
+// (hier::leaders_pairwise).
 TEST(HierPipelined, AllToAllInChunks) {
   AlgoOverride force("all_to_all=hier");
   auto chunks = [](size_t bytes, size_t n, algo::Layout l) {
