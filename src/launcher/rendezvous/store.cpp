@@ -343,8 +343,6 @@ void StoreRendezvous::acknowledge(bool rejoin) {
   try {
     store_->set(key("ack" + std::to_string(node_rank_)), std::string(rejoin ? "rejoin" : "leave"));
   } catch (const Error& e) {
-    // A leaving node that cannot reach the store now will not later: finish() skips it.
-    if (!rejoin) store_unreachable_ = true;
     SPMD_LOG(Warn) << "spmdrun: could not acknowledge the end of round " << round_ << ": " << message_of(e);
   }
 }
@@ -356,7 +354,7 @@ void StoreRendezvous::finish(bool job_over) {
   try {  // nodes still waiting to join learn that there is nothing left to join
     // Bounded as the acknowledgement: a store host that went first (the job was stopped) must
     // not keep this node retrying for a whole call timeout.
-    BoundedCalls bounded(*store_, kLeaveAckTimeout, !server_);
+    BoundedCalls bounded(*store_, kLeaveAckTimeout, !waits_for_acknowledgements());
     if (job_over) store_->compare_set(scope_ + "/finished", {}, to_bytes("1"));
   } catch (const Error&) {
   }
