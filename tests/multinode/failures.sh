@@ -8,7 +8,10 @@
 #     blames a rank of node 2, or a worker's Timeout (SPMD_TIMEOUT=10) names one; both other
 #     spmdruns end with a report; node 2 ends too (it can reach nobody);
 #  4. the same cut during 16 MiB all_reduces (hier's pipelined path: the leaders' phase on a
-#     thread of its own): the same ends, no node left running.
+#     thread of its own): the same ends, no node left running;
+#  5. a rank of node 0 exits 3 while node 1's worker ignores SIGTERM for a long grace period:
+#     node 1 exits 3 and names the other node's failure (node 0 keeps the store until node 1
+#     has read the verdict, however long its workers took to stop).
 # Usage: failures.sh BIN_DIR   (exit 77 = skipped: no namespaces here)
 set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
@@ -112,5 +115,20 @@ cut_link linkcut ""
 # 4. The cut again, while hier runs pipelined (16 MiB: 8 chunks, the leaders' thread in the
 # network while the hosts reduce and broadcast).
 cut_link pipelined " during pipelined 16 MiB all_reduces" ALL_REDUCE_LOOP_FLOATS=4194304
+
+# 5. A slow stop on another node than the failure's: node 1's worker ignores SIGTERM, so its
+# spmdrun reads the verdict only after the grace period (10 s, beyond the 10 s the store's
+# host waited for the acknowledgements before: node 1 then retried a gone store for 30 s and
+# reported a lost store, exit 1).
+t0=$SECONDS
+static_job slowstop 2 1 --grace-period 10 --no-python sh -c \
+  'if [ "$RANK" = 0 ]; then sleep 1; echo "rank 0 fails on purpose" >&2; exit 3; fi
+   trap "echo rank $RANK ignores SIGTERM" TERM; echo "rank $RANK running"; while :; do sleep 0.2; done'
+[[ ${JOB_RC[0]} == 3 && ${JOB_RC[1]} == 3 ]] ||
+  fail "slowstop: nodes exited ${JOB_RC[*]}, expected 3 3: $(tail -8 "$WORK/slowstop.1")"
+grep -q 'the job failed on another node: rank 0' "$WORK/slowstop.1" ||
+  fail "slowstop: node 1 does not name rank 0's failure: $(tail -8 "$WORK/slowstop.1")"
+echo "ok: node 1 stopping for its grace period (10 s) still read the verdict: exit 3, rank 0 named, in $((SECONDS - t0)) s"
+passed=$((passed + 1))
 
 echo "multinode failures: $passed passed, 0 failed"

@@ -364,9 +364,13 @@ void StoreRendezvous::finish(bool job_over) {
   for (int r = 0; r < nnodes_; ++r) acks.push_back(key("ack" + std::to_string(r)));
   try {
     // A node that died (or was cut off) never acknowledges: wait for it no longer than its
-    // heartbeat, last seen changing by the watcher, takes to time out.
+    // heartbeat, last seen changing by the watcher, takes to time out. A live node reads the
+    // verdict once its workers are stopped, which may take the grace period: a store gone by
+    // then left it retrying for a whole call timeout and reporting a lost store, not the cause
+    // (--grace-period 15, a worker ignoring SIGTERM: 52 s, exit 1 instead of the failed rank's 3).
     auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
-    Deadline deadline(std::min(kAckTimeout, peer_timeout));
+    auto grace = milliseconds(static_cast<long long>(options_.grace_period_s * 1000));
+    Deadline deadline(std::min(kAckTimeout, peer_timeout) + grace);
     std::vector<std::chrono::steady_clock::time_point> seen;
     {
       std::lock_guard<std::mutex> lock(watcher_error_mu_);
