@@ -95,7 +95,9 @@ struct TcpStore::Impl {
   void connect(const Deadline& deadline) {
     drop_connection();
     if (interrupted) raise(ErrorKind::PeerLost, "the store client of " + where() + " was abandoned (interrupted)");
-    Fd connected = net::connect_tcp(host, port, deadline, net::store_connect_options());
+    net::ConnectOptions options = net::store_connect_options();
+    options.abandoned = [this] { return interrupted.load(); };  // interrupt() during the retries
+    Fd connected = net::connect_tcp(host, port, deadline, options);
     {
       std::lock_guard<std::mutex> lock(fd_mu);
       fd = std::move(connected);

@@ -79,6 +79,8 @@ Fd connect_tcp(const std::string& host, uint16_t port, const Deadline& deadline,
                                             o));
     }
     if (!o.retry) raise(ErrorKind::PeerLost, with_advice(o.what + " at " + where + " failed: " + last, o));
+    if (o.abandoned && o.abandoned())
+      raise(ErrorKind::PeerLost, o.what + " at " + where + ": abandoned while retrying (last attempt: " + last + ")");
     // Nothing tells a client when a server starts listening: a bounded, growing pause is the wait.
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(pause, deadline.remaining()));
     pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(500));

@@ -25,6 +25,9 @@ struct ConnectOptions {
   // failure is final: the transport's peers listen before they publish their address, so a
   // refusal there means the peer is gone, and waiting out the deadline would only hide it.
   bool retry = false;
+  // Asked before each pause between retries: true gives up at once (PeerLost), for a client
+  // abandoned from another thread (TcpStore::interrupt) while it waits for a server.
+  std::function<bool()> abandoned;
   // Called on every new socket before connect(): buffer sizes must be set before the
   // handshake for the TCP window scale to cover them (the transport's tune_connection).
   std::function<void(int fd)> prepare;

@@ -200,6 +200,29 @@ TEST(TcpStoreFaults, CheckGivesUpOnAGoneServerLongBeforeTheStoresTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // 2 s here; the store's timeout is 120 s
 }
 
+// interrupt() also ends a call that is reconnecting to a server that is gone (a launcher
+// stopping its heartbeat watcher), not only one waiting on an open connection.
+TEST(TcpStoreFaults, InterruptEndsAReconnectToAGoneServer) {
+  auto server = std::make_unique<TcpStoreServer>();
+  TcpStore client(client_of(server->port(), 120s));
+  client.set("k", std::string("v"));
+  server.reset();
+  const auto start = std::chrono::steady_clock::now();
+  std::thread t([&] {
+    try {
+      client.num_keys();  // the lost connection (PeerLost), unless interrupted already
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::PeerLost) << e.what();
+    }
+    // Reconnecting, refused, retried until its 120 s deadline unless interrupted.
+    store_test::expect_error(ErrorKind::PeerLost, "abandoned", [&] { client.set("k2", std::string("v")); });
+  });
+  std::this_thread::sleep_for(300ms);  // most likely retrying by now; earlier is abandoned too
+  client.interrupt();
+  t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);  // about 0.3 s; the deadline is 120 s
+}
+
 TEST(TcpStoreFaults, ClientWaitsForAServerThatStartsLater) {
   uint16_t port;
   { port = TcpStoreServer().port(); }  // a port that was free a moment ago
