@@ -21,6 +21,7 @@
 #include "spmd/store.hpp"
 #include "store/key_list.hpp"
 #include "store/net.hpp"
+#include "store/request_fits.hpp"
 #include "store/wire.hpp"
 
 namespace spmd {
@@ -202,7 +203,7 @@ struct TcpStore::Impl {
   // are outstanding, or at destruction), which raises if the server refused it. On a new or
   // idle connection it is answered at once instead (see kIdleProbe).
   void send_pipelined(const Request& req, std::chrono::milliseconds timeout) {
-    validate(req);
+    store::check_request_fits(req, limits);
     std::lock_guard<std::mutex> lock(mu);
     // With no answer outstanding, the server may have closed the connection as idle even if
     // this client used it a moment ago by its own clock (it may have read its last answer
@@ -276,36 +277,9 @@ struct TcpStore::Impl {
                                 what + "; is that port really a spmd store server?");
   }
 
-  void validate(const Request& req) const {
-    for (const auto& k : req.keys)
-      if (k.size() > limits.max_key_bytes && req.op != Op::Auth)
-        raise(ErrorKind::InvalidArgument, "store key of " + std::to_string(k.size()) +
-                                              " bytes exceeds the limit of " +
-                                              std::to_string(limits.max_key_bytes) + " bytes");
-    size_t total = 0;
-    for (const auto& v : req.values) {
-      total += v.size();
-      if (v.size() > limits.max_value_bytes)
-        raise(ErrorKind::InvalidArgument,
-              "store value of " + std::to_string(v.size()) + " bytes for " + describe(req) +
-                  " exceeds the limit of " + std::to_string(limits.max_value_bytes) + " bytes");
-    }
-    if (req.keys.size() > limits.max_keys)
-      raise(ErrorKind::InvalidArgument, std::to_string(req.keys.size()) +
-                                            " keys in one store request exceed the limit of " +
-                                            std::to_string(limits.max_keys));
-    size_t frame = 64 + total + req.values.size() * 4;
-    for (const auto& k : req.keys) frame += k.size() + 4;
-    if (frame > limits.max_frame_bytes())
-      raise(ErrorKind::InvalidArgument, describe(req) + " needs a request of " +
-                                            std::to_string(frame) + " bytes, more than the limit of " +
-                                            std::to_string(limits.max_frame_bytes()) +
-                                            "; split it into several calls");
-  }
-
-  // One call: validate, (re)connect if needed, exchange, map server-side failures to errors.
+  // One call: check it fits, (re)connect if needed, exchange, map server-side failures to errors.
   Response call(const Request& req, std::chrono::milliseconds timeout) {
-    validate(req);
+    store::check_request_fits(req, limits);
     std::lock_guard<std::mutex> lock(mu);
     return call_locked(req, timeout);
   }
