@@ -4,9 +4,8 @@
 // instead of L x (P - L) per host for the flat algorithm, which is what wins while blocks are
 // small). The leaders exchange large messages all at once (alltoall_direct: with pairwise, 1 MiB
 // on 3 x 2 over 1 Gbit/s + 200 us took 15.5-25.4 ms, with direct 14.1-16.6) and a pipeline's
-// small chunks one peer at a time (leaders_pairwise). Each leader sorts
-// what it received by destination and scatters every local rank its outputs through shared
-// memory.
+// small chunks one peer at a time (leaders_pairwise). Each leader sorts what it received by
+// destination and scatters every local rank its outputs through shared memory.
 //
 // Pipelined in chunks as hier all_gather is (hier_pipeline.hpp; the cost model's count):
 // chunk k is bytes [b_k, b_k+1) of every block, with buffers of its own, so the host gathers
@@ -88,7 +87,8 @@ void hier_all_to_all(AlgoContext& c, const CollArgs& a) {
     }
     char* incoming = inputs;  // packed into the messages already
     SubTransport leaders(c.net, loc.leaders());
-    const std::vector<TensorView> sent = messages.hosts(outgoing, DType::U8), received = messages.hosts(incoming, DType::U8);
+    const std::vector<TensorView> sent = messages.hosts(outgoing, DType::U8);
+    const std::vector<TensorView> received = messages.hosts(incoming, DType::U8);
     // The same choice on every leader: from the largest host's messages.
     const size_t most = static_cast<size_t>(loc.max_ranks_per_host());
     if (hier::leaders_pairwise(chunks, most * most * len))

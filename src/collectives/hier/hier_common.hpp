@@ -130,11 +130,11 @@ constexpr size_t kLocalSingleCopyBlocks = 64 << 10;
 
 // hier all_to_all's leaders exchange a pipeline's chunks whose messages (per pair of hosts)
 // are below kLeadersPairwiseBelow one peer at a time (pairwise), anything else all at once
-// (direct: a call in one chunk, small or large, keeps one step's latency). Short exchanges of 3 or more flows into one capped
-// link share it badly: 4 x 2 over 1 Gbit/s, 8 chunks of 1 MiB (64 KiB messages) took
-// 23.6-24.1 ms direct, 13.7-14.0 pairwise (one chunk, direct: 14.7-14.9); 2 MiB (128 KiB):
-// 34.8-41.5 against 29.6-30.3. From 256 KiB direct wins: 4 MiB 69.8-70.2 against 88-92,
-// 16 MiB (1 MiB) 227-230 against 394-432 (each step's flow starts anew).
+// (direct: a call in one chunk, small or large, keeps one step's latency). Short exchanges
+// of 3 or more flows into one capped link share it badly: 4 x 2 over 1 Gbit/s, 8 chunks of
+// 1 MiB (64 KiB messages) took 23.4-24.1 ms direct, 13.3-14.0 pairwise (one chunk, direct:
+// 14.7-14.9); 2 MiB (128 KiB): 34.8-41.5 against 29.6-30.3. From 256 KiB direct wins: 4 MiB
+// 69.8-70.2 against 88-92, 16 MiB (1 MiB) 227-230 against 394-432 (each step's flow starts anew).
 constexpr size_t kLeadersPairwiseBelow = 192 << 10;
 inline bool leaders_pairwise(int chunks, double message_bytes) {
   return chunks > 1 && message_bytes < static_cast<double>(kLeadersPairwiseBelow);
