@@ -26,6 +26,10 @@ warmup=3
 tiny_iters=200
 big_iters=4
 big_warmup=5
+# Every run warms up at least this long: spmd's group times its shared-memory algorithms on its
+# first 36 calls of each size from 16 KiB a rank and keeps the fastest (docs/collectives.md,
+# trials on one host); a shorter warm-up would time those trials, not what the loop runs.
+least_warmup=37
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
 out=""
@@ -45,7 +49,8 @@ usage() {
   cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (200 + 20 below 64 KiB: --tiny-iters;
-            4 + 5 from 16 MiB: --big-iters)
+            4 + 5 from 16 MiB: --big-iters); every warm-up at least 37 calls (spmd's trials
+            of its shared-memory algorithms take 36; --smoke: none)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
                  proves that every peer, column and the plot work (not a measurement)
@@ -90,7 +95,7 @@ EOF
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) reps=1; sizes=8,64K,1M,16M; iters=5; warmup=2; tiny_iters=50; big_iters=3; big_warmup=1; shift ;;
-    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; tiny_iters=1; big_iters=1; big_warmup=0; spin=off; shift ;;
+    --smoke) reps=1; nprocs=2; sizes=64K; iters=1; warmup=0; tiny_iters=1; big_iters=1; big_warmup=0; least_warmup=0; spin=off; shift ;;
     --mpi-tuned) mpi_tuned=$2; shift 2 ;;
     --no-plot) plot=0; shift ;;
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -184,7 +189,7 @@ start=$(date +%s)
   echo "# compare.sh run at $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $(nproc) CPUs," \
        "load $(cut -d' ' -f1-3 /proc/loadavg), spin=$spin"
   echo "# nprocs=$nprocs sizes=$sizes collectives=$collectives reps=$reps iters=$iters warmup=$warmup" \
-       "tiny_iters=$tiny_iters big_iters=$big_iters big_warmup=$big_warmup"
+       "tiny_iters=$tiny_iters big_iters=$big_iters big_warmup=$big_warmup least_warmup=$least_warmup"
   have mpi-tuned && echo "# mpi-tuned: --mca btl self,vader $mpi_tuned"
 } | tee -a "$log" >&2
 
@@ -214,9 +219,10 @@ PY
 # each_group NAME CMD...: runs CMD with the tiny sizes, the small ones, then the big ones.
 each_group() {
   local name=$1; shift
-  [[ $tiny != - ]] && run "$name" "$@" -c "$collectives" -s "$tiny" -n "$tiny_iters" -w $(( (tiny_iters + 9) / 10 )) --csv --no-header
-  [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$warmup" --csv --no-header
-  [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w "$big_warmup" --csv --no-header
+  at_least() { echo $(( $1 > least_warmup ? $1 : least_warmup )); }
+  [[ $tiny != - ]] && run "$name" "$@" -c "$collectives" -s "$tiny" -n "$tiny_iters" -w "$(at_least $(( (tiny_iters + 9) / 10 )))" --csv --no-header
+  [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$(at_least "$warmup")" --csv --no-header
+  [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w "$(at_least "$big_warmup")" --csv --no-header
   return 0
 }
 

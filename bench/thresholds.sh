@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one-host grid behind the selection tables (src/collectives/select.cpp, spmd-tune's
 # tuned table): every shared-memory algorithm of a collective forced with SPMD_ALGO, the
-# built-in default (SPMD_TUNING=off) and, with --tuned FILE, the default reading that tuned
-# table, side by side, repetitions interleaved; prints the median time per size and row
+# built-in default (SPMD_TUNING=off; from 64 KiB its trials time the shared-memory algorithms
+# on the first calls, collectives/trials.hpp), the built-in table alone ("table": SPMD_TRIALS=0)
+# and, with --tuned FILE, the default reading that tuned table, side by side, repetitions interleaved; prints the median time per size and row
 # ([min–max]), marks the fastest forced one, and counts the cells where each default is within
 # 10 % of it (and its worst ratio). Run it on an idle machine.
 #
@@ -31,23 +32,25 @@ done
 [[ -z $tuned || -r $tuned ]] || { echo "thresholds.sh: --tuned $tuned cannot be read" >&2; exit 2; }
 [[ -x $build/bin/spmd-bench && -x $build/bin/spmdrun ]] || { echo "thresholds.sh: build spmd-bench and spmdrun in $build first" >&2; exit 2; }
 out=${out:-$build/thresholds-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out"
+mkdir -p "$out/log"
 csv=$out/raw.csv
 : >"$csv"
 
 # The shared-memory algorithms each collective has (collectives/registry.cpp), then the
-# defaults: "default" (the built-in table) and "tuned" (the table --tuned names).
+# defaults: "default" (the built-in table and the trials), "table" (the built-in table alone) and
+# "tuned" (the table --tuned names).
 algos_of() {
   case $1 in
     all_reduce) echo "shm_flat shm_rs_ag shm_cma" ;;
     *) echo "shm_flat shm_cma" ;;
   esac
-  echo default
+  echo default table
   [[ -n $tuned ]] && echo tuned
 }
 run_one() {  # run_one ALGO COLLECTIVE P
   case $1 in
-    default) SPMD_TUNING=off "${@:4}" ;;
+    default) SPMD_TUNING=off SPMD_DEBUG=INFO "${@:4}" ;;  # INFO: the trials' choices
+    table) SPMD_TUNING=off SPMD_TRIALS=0 "${@:4}" ;;
     tuned) SPMD_TUNING=$tuned "${@:4}" ;;
     *) SPMD_TUNING=off SPMD_ALGO="$2=$1" "${@:4}" ;;
   esac
@@ -59,15 +62,27 @@ for ((rep = 1; rep <= reps; ++rep)); do
     for c in ${collectives//,/ }; do
       for a in $(algos_of "$c"); do
         run_one "$a" "$c" "$p" timeout 300 "$build/bin/spmdrun" --nproc-per-node "$p" "$build/bin/spmd-bench" \
-          -c "$c" -s "$sizes" -n "$iters" -w 5 --csv --no-header --name "$a" 2>/dev/null |
+          -c "$c" -s "$sizes" -n "$iters" -w 37 --csv --no-header --name "$a" 2>"$out/log/$a-$c-$p-$rep.txt" |
           sed -e 's/^\[[^]]*\]://' | grep -E "^$a," >>"$csv" ||
           echo "thresholds.sh: $c $a P=$p failed (rep $rep)" >&2
       done
     done
   done
 done
-/usr/bin/env python3 - "$csv" <<'EOF' | tee -a "$out/table.md"
-import csv, statistics, sys
+/usr/bin/env python3 - "$csv" "$out/log" <<'EOF' | tee -a "$out/table.md"
+import csv, glob, os, re, statistics, sys
+from collections import Counter
+# What the default's trials settled on per cell (its SPMD_DEBUG=INFO lines): the class's first
+# bytes a rank, times P for the collectives whose selection looks at one block.
+UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+BLOCKS = ("all_gather", "gather", "scatter")
+TRIAL = re.compile(r"trials of (\w+) at (\d+) (B|KiB|MiB|GiB)-\S+ \S+ on one host \((\d+) ranks\).*; (\w+) from now on")
+settled = {}
+for path in glob.glob(os.path.join(sys.argv[2], "default-*.txt")):
+    for m in TRIAL.finditer(open(path, errors="replace").read()):
+        coll, first, p, name = m.group(1), int(m.group(2)) * UNIT[m.group(3)], int(m.group(4)), m.group(5)
+        size = first * (p if coll in BLOCKS else 1)
+        settled.setdefault((coll, p, size), Counter())[name] += 1
 rows = {}
 for r in csv.reader(open(sys.argv[1])):
     impl, coll, p, size, t = r[0], r[1], int(r[2]), int(r[3]), float(r[8])
@@ -75,8 +90,9 @@ for r in csv.reader(open(sys.argv[1])):
 def fmt(ts):
     m = statistics.median(ts)
     return f"{m:.1f} [{min(ts):.1f}–{max(ts):.1f}]"
-DEFAULTS = ("default", "tuned")
+DEFAULTS = ("default", "table", "tuned")
 accept = {}
+by_choice = {}
 for (coll, p), by_size in sorted(rows.items()):
     algos = sorted({a for s in by_size.values() for a in s}, key=lambda a: (a in DEFAULTS, DEFAULTS.index(a) if a in DEFAULTS else 0, a))
     print(f"\n{coll}, P={p}: median µs per call [min–max over repetitions]; * = fastest forced\n")
@@ -91,6 +107,13 @@ for (coll, p), by_size in sorted(rows.items()):
             if d in med:
                 r = med[d] / forced[best]
                 accept.setdefault((d, p), []).append((r, f"{coll} {size}"))
+        # By its choice: the forced row of what the trials settled on in most launches (cells
+        # they did not decide, below 16 KiB a rank: the default's own row).
+        if "default" in med:
+            choice = settled.get((coll, p, size))
+            name = choice.most_common(1)[0][0] if choice else None
+            r = forced[name] / forced[best] if name in forced else med["default"] / forced[best]
+            by_choice.setdefault(p, []).append((r, f"{coll} {size}" + (f": {name}" if name else ""), name is not None))
         cells = [(fmt(by_size[size][a]) + (" *" if a == best else "")) if a in med else "—" for a in algos]
         print(f"| {size} | " + " | ".join(cells) + " |")
 if accept:
@@ -102,5 +125,15 @@ if accept:
         ok = sum(r <= 1.10 for r, _ in cells)
         ok15 = sum(r <= 1.5 for r, _ in cells)
         print(f"| {d} | {p} | {ok}/{len(cells)} | {ok15}/{len(cells)} | {worst[0]:.2f}x ({worst[1]}) |")
+if by_choice:
+    print("\nThe default by its choice: the forced row of the algorithm its trials settled on (in most")
+    print("launches), where they decided; the default's own row elsewhere\n")
+    print("| P | within 10 % | within 1.5x | worst | cells the trials decided |")
+    print("|---|---|---|---|---|")
+    for p, cells in sorted(by_choice.items()):
+        worst = max(cells)
+        ok = sum(r <= 1.10 for r, _, _ in cells)
+        ok15 = sum(r <= 1.5 for r, _, _ in cells)
+        print(f"| {p} | {ok}/{len(cells)} | {ok15}/{len(cells)} | {worst[0]:.2f}x ({worst[1]}) | {sum(t for _, _, t in cells)} |")
 EOF
 echo "raw rows: $csv"

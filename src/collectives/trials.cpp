@@ -51,7 +51,30 @@ double Trials::keep_margin(double first_priced, double challenger_priced) {
   return std::clamp(challenger_priced / first_priced - 1, kTieKeep, kKeep);
 }
 
+// One host: the table's choice first (SPMD_ALGO aside, what select() runs), then every other
+// shared-memory algorithm of the collective that can run on the group, in registry order.
+Trials::Class Trials::make_one_host_class(Collective c, size_t bytes, const GroupTraits& group) {
+  Class k;
+  k.one_host = true;
+  k.visit = kOneHostVisit;
+  if (bytes == kUnevenSplits || bytes < kOneHostFrom) return k;
+  k.candidates.push_back(&select(c, bytes, group));
+  for (const Algorithm& a : all_algorithms())
+    if (a.collective == c && (a.needs & kNeedShm) && &a != k.candidates.front() && applicable(a, group) &&
+        k.candidates.size() < kMaxCandidates)
+      k.candidates.push_back(&a);
+  if (k.candidates.size() < 2) k.candidates.clear();
+  k.times.resize(k.candidates.size());
+  return k;
+}
+
 Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const {
+  if (group.hosts < 2) {
+    Class k = make_one_host_class(c, bytes, group);
+    k.collective = c;
+    k.size_class = size_class;
+    return k;
+  }
   Class k;
   k.collective = c;
   k.size_class = size_class;
@@ -81,7 +104,9 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes) {
   timed_ = nullptr;
-  if (rounds_ == 0 || group.hosts < 2) return nullptr;
+  if (rounds_ == 0) return nullptr;
+  // First, and cheap: one host's small calls (an 8-byte call takes ~0.4 us there).
+  if (group.hosts < 2 && (bytes < kOneHostFrom || bytes == kUnevenSplits || group.size < 2)) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
   const int size_class = std::bit_width(bytes);
   const uint32_t key = static_cast<uint32_t>(c) << 8 | static_cast<uint32_t>(size_class);
@@ -140,7 +165,8 @@ std::string Trials::settle(std::span<const double> group_max, const GroupTraits&
 std::string Trials::settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group) {
   const std::span<const double> slowest = group_max.first(k.candidates.size());
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
-  if (slowest[0] <= slowest[best] * (1 + keep_margin(k.predicted[0], k.predicted[best]))) best = 0;
+  const double margin = k.one_host ? kKeep : keep_margin(k.predicted[0], k.predicted[best]);
+  if (slowest[0] <= slowest[best] * (1 + margin)) best = 0;
   k.settled = k.candidates[best];
   std::string what = "at " + class_range(k.size_class);
   if (k.uneven()) {
@@ -149,16 +175,22 @@ std::string Trials::settle_trials(Class& k, std::span<const double> group_max, c
     k.since_check = 0;
     what = "of uneven splits (at most " + class_range(std::bit_width(k.tried_most)) + " a rank)";
   }
-  std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " +
-                     std::to_string(group.hosts) + " hosts (up to " + std::to_string(group.max_ranks_per_host) +
-                     " ranks each), the slowest rank's median of " +
-                     std::to_string(static_cast<size_t>(rounds_) * k.visit.timed) + ":";
-  for (size_t i = 0; i < slowest.size(); ++i)
-    line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]) +
-            " (priced " + (k.uneven() && !k.sized ? "worst " + ratio(k.predicted[i]) : milliseconds(k.predicted[i])) +
-            ")";
+  const std::string where = k.one_host ? "one host (" + std::to_string(group.size) + " ranks)"
+                                       : std::to_string(group.hosts) + " hosts (up to " +
+                                             std::to_string(group.max_ranks_per_host) + " ranks each)";
+  const char* chooser = k.one_host ? "the table" : "the model";
+  std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " + where +
+                     ", the slowest rank's median of " + std::to_string(static_cast<size_t>(rounds_) * k.visit.timed) +
+                     ":";
+  for (size_t i = 0; i < slowest.size(); ++i) {
+    line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]);
+    if (!k.one_host)
+      line += " (priced " + (k.uneven() && !k.sized ? "worst " + ratio(k.predicted[i]) : milliseconds(k.predicted[i])) +
+              ")";
+  }
   line += std::string("; ") + k.settled->name + " from now on" +
-          (best == 0 ? " (the model's choice)" : std::string(" (the model chose ") + k.candidates[0]->name + ")");
+          (best == 0 ? std::string(" (") + chooser + "'s choice)"
+                     : std::string(" (") + chooser + " chose " + k.candidates[0]->name + ")");
   return line;
 }
 

@@ -22,12 +22,20 @@
 // fastest serves the class from then on, unless the model's first is within keep_margin() of it.
 // Every rank makes the same calls in the same order, so every rank tries, and settles on, the
 // same algorithm (and the algorithm still travels in every frame: a rank that did not raises
-// Mismatch). SPMD_ALGO still comes first; one-host groups keep their tables (spmd-tune).
+// Mismatch). SPMD_ALGO still comes first.
+//
+// On one host no model prices the shared-memory algorithms: their tables (built in, or
+// spmd-tune's for this machine) were measured on some day, and a day's machine differs (4 ranks
+// on 2 cores, 1 MiB: the table's shm_rs_ag took 1.58 ms where shm_flat took 0.60 in the same
+// minute). So from kOneHostFrom bytes a rank the table's choice and the collective's other
+// shared-memory algorithms are tried alike, in visits of kOneHostVisit, and another serves the
+// class only where it beats the table's by kKeep.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <span>
 #include <string>
@@ -97,13 +105,21 @@ class Trials {
   // took 13.8 ms against direct's 7.8).
   static constexpr size_t kUnevenCheckCalls = 128;
   static constexpr double kUnevenRetryFactor = 4;
+  // One host: calls from kOneHostFrom bytes a rank (a few microseconds and more; below, a
+  // visit's timings would be the scheduler's), in visits of four calls, the last two timed: 4
+  // ranks on 2 cores read one algorithm up to 2.9x apart in one minute. 16 KiB: a 64 KiB
+  // all_gather of 2 ranks is 32 KiB blocks, where the table's shm_cma took 4.7 us and shm_flat
+  // 1.6 on this VM's AMD host (the table was measured on an Intel one).
+  static constexpr size_t kOneHostFrom = 16 << 10;
+  static constexpr Visit kOneHostVisit{4, 2};
   static constexpr double near_for(double cheapest_priced) {
     return cheapest_priced < kShortCall ? kShortNear : kNear;
   }
   // The most calls any size class spends on its trials with `rounds` rounds (spmd-bench's
   // warm-up across hosts covers it).
   static constexpr size_t most_calls(int rounds) {
-    return static_cast<size_t>(rounds) * kMaxCandidates * std::max(kVisit.calls, kShortVisit.calls);
+    return static_cast<size_t>(rounds) * kMaxCandidates *
+           std::max({kVisit.calls, kShortVisit.calls, kOneHostVisit.calls});
   }
 
   // The calls a size class with `candidates` spends on its trials in visits of `visit`.
@@ -116,9 +132,9 @@ class Trials {
   // SPMD_TRIALS: the rounds (0 = off), default kDefaultRounds; raises InvalidArgument on bad text.
   static int rounds_from_env();
 
-  // The algorithm the trials run for this call; null where they do not decide it (one host,
-  // SPMD_ALGO names one, a single candidate, calls priced beyond kMaxTrialSeconds): the
-  // usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own;
+  // The algorithm the trials run for this call; null where they do not decide it (SPMD_ALGO
+  // names one, a single candidate, calls priced beyond kMaxTrialSeconds, one host below
+  // kOneHostFrom or with uneven splits): the usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own;
   // `own_bytes` is what this rank moves in it (the larger of its input and output).
   const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes = 0);
   // Whether the call choose() was last asked about is timed: record() wants its time then.
@@ -143,7 +159,8 @@ class Trials {
     Collective collective = Collective::Barrier;
     int size_class = 0;                        // bit width of the bytes (0 for 0 bytes)
     std::vector<const Algorithm*> candidates;  // the model's order; none: trials do not decide
-    std::vector<double> predicted;             // the model's seconds for each
+    std::vector<double> predicted;             // the model's seconds for each (one host: none)
+    bool one_host = false;                     // candidates: the table's choice, then the others
     std::vector<std::vector<double>> times;    // per candidate, this rank's timed calls
     Visit visit = kVisit;
     size_t calls = 0;
@@ -158,6 +175,7 @@ class Trials {
   };
   static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
   Class make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const;
+  static Class make_one_host_class(Collective c, size_t bytes, const GroupTraits& group);
   std::string settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group);
   std::string check_size(Class& k, size_t group_most, const GroupTraits& group);
 

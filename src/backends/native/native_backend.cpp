@@ -175,12 +175,10 @@ class NativeBackend final : public Backend {
   void run(const OpContext& call, size_t bytes, const algo::CollArgs& args, size_t own_bytes = 0) {
     run_chosen(choose(call, bytes, own_bytes), call, args);
   }
-  // The selection's choice (which SPMD_DEBUG=INFO explains), or across hosts the trials' where
-  // they decide.
+  // The selection's choice (which SPMD_DEBUG=INFO explains), or the trials' where they decide.
   const algo::Algorithm& choose(const OpContext& call, size_t bytes, size_t own_bytes = 0) {
     const algo::Algorithm& chosen = choices_.choose(call.sig.collective, bytes, traits_);
-    if (traits_.hosts > 1)
-      if (const algo::Algorithm* tried = trials_.choose(call.sig.collective, bytes, traits_, own_bytes)) return *tried;
+    if (const algo::Algorithm* tried = trials_.choose(call.sig.collective, bytes, traits_, own_bytes)) return *tried;
     return chosen;
   }
   void run_chosen(const algo::Algorithm& chosen, const OpContext& call, const algo::CollArgs& args) {
@@ -287,7 +285,7 @@ class NativeBackend final : public Backend {
   algo::GroupTraits traits_;
   std::optional<algo::NetModel> links_;  // measured (traits_.net points here)
   algo::ChoiceCache choices_;
-  algo::Trials trials_;  // groups spanning hosts: near ties of the model timed on the first calls
+  algo::Trials trials_;  // near ties of the model (one host: the shm algorithms) timed on the first calls
 };
 
 }  // namespace

@@ -101,6 +101,34 @@ TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
   }
 }
 
+// On one host the trials visit the shared-memory algorithms from 16 KiB (all_reduce's three,
+// all_gather's two), then settle by their exchange on one for every rank: results stay right
+// across the switches and after them.
+TEST(TrialsInAGroup, OneHostSwitchesSharedMemoryAlgorithmsWithRightResults) {
+  const int world = 4;
+  const size_t calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds) + 4;
+  run_ranks(world, [&](ProcessGroup& g) {
+    const size_t n = (algo::Trials::kOneHostFrom + 12) / 4, block = (70u << 10) / 4 + 1;
+    for (size_t call = 0; call < calls; ++call) {
+      std::vector<float> v(n), mine(block), all(block * static_cast<size_t>(world));
+      for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(tag_of(g.rank() + static_cast<int>(call), i));
+      for (size_t i = 0; i < block; ++i) mine[i] = static_cast<float>(tag_of(g.rank() * 7 + static_cast<int>(call), i));
+      g.all_reduce(TensorView(v), ReduceOp::Sum);
+      g.all_gather_into(TensorView(all), TensorView(mine));
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += tag_of(r + static_cast<int>(call), i);
+        wrong += v[i] != static_cast<float>(sum);
+      }
+      for (int r = 0; r < world; ++r)
+        for (size_t i = 0; i < block; ++i)
+          wrong += all[static_cast<size_t>(r) * block + i] != static_cast<float>(tag_of(r * 7 + static_cast<int>(call), i));
+      ASSERT_EQ(wrong, 0u) << "rank " << g.rank() << ", call " << call;
+    }
+  });
+}
+
 // Uneven all_to_all is one class tried on its first calls; when what the ranks move grows 4x,
 // a check among them (every kUnevenCheckCalls calls) tries it again: results stay right through
 // the checks, the second trials and after, with every rank moving different sizes.

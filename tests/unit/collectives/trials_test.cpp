@@ -1,7 +1,8 @@
 // Trials (collectives/trials.hpp): across hosts, the model's near ties are timed on the group's
-// first calls of a size class, and the fastest by the slowest rank's medians serves from then
-// on. Here the schedule and the decision with the times handed in; ranks as threads on faked
-// hosts in conformance_test.cpp (TrialsInAGroup).
+// first calls of a size class (on one host, the shared-memory algorithms from 16 KiB), and the
+// fastest by the slowest rank's medians serves from then on. Here the schedule and the decision
+// with the times handed in; ranks as threads (on faked hosts) in conformance_test.cpp
+// (TrialsInAGroup).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -239,11 +240,86 @@ TEST(Trials, UnevenAllToAllIsTriedAgainWhenItsSizeMoves) {
   EXPECT_EQ(std::string(trials.choose(Collective::AllToAll, kUnevenSplits, g, 1 << 20)->name), "direct");
 }
 
+GroupTraits one_host(int ranks) {
+  GroupTraits g = hosts(1, ranks);
+  g.shm = true;
+  g.cma = true;
+  return g;
+}
+
+// One host: from kOneHostFrom bytes (16 KiB) the table's choice (first) and the collective's other
+// shared-memory algorithms are visited in rotating rounds of kOneHostVisit; another serves the
+// class only where it beats the table's by kKeep (4 ranks, 1 MiB: the table's shm_rs_ag took
+// 1.58 ms where shm_flat took 0.60 in one minute).
+TEST(Trials, OneHostTriesTheSharedMemoryAlgorithmsFromSixteenKiB) {
+  const GroupTraits g = one_host(4);
+  const Algorithm* table = &select(Collective::AllReduce, 1 << 20, g);
+  for (const double beaten_by : {Trials::kKeep * 0.9, Trials::kKeep * 1.1, 1.58 / 0.60 - 1}) {
+    Trials trials(3);
+    const Trials::Visit visit = Trials::kOneHostVisit;
+    std::vector<const Algorithm*> ran;
+    for (size_t call = 0;; ++call) {
+      const Algorithm* a = trials.choose(Collective::AllReduce, 1 << 20, g);
+      ASSERT_NE(a, nullptr) << "call " << call;
+      EXPECT_EQ(trials.timing(), call % visit.calls >= visit.calls - visit.timed) << "call " << call;
+      ran.push_back(a);
+      // The last candidate in the registry's order is the fastest.
+      if (trials.record(std::string(a->name) == "shm_cma" ? 1e-3 : 1e-3 * (1 + beaten_by))) break;
+      ASSERT_LT(call, Trials::most_calls(3));
+    }
+    std::vector<const Algorithm*> candidates;  // in the order of their first visits
+    for (const Algorithm* a : ran)
+      if (std::find(candidates.begin(), candidates.end(), a) == candidates.end()) candidates.push_back(a);
+    ASSERT_EQ(candidates.size(), 3u) << "shm_flat, shm_rs_ag and shm_cma";
+    EXPECT_EQ(candidates[0], table) << "the table's choice comes first";
+    for (const Algorithm* a : candidates) EXPECT_TRUE(a->needs & kNeedShm) << a->name;
+    EXPECT_EQ(ran.size(), 3 * 3 * visit.calls);
+    for (size_t v = 0; v < ran.size() / visit.calls; ++v)  // visits of kOneHostVisit.calls, rotating
+      EXPECT_EQ(ran[v * visit.calls], candidates[(v % 3 + v / 3) % 3]) << "visit " << v;
+    const std::vector<double> medians = trials.exchanged();
+    ASSERT_EQ(medians.size(), 3u);
+    const std::string line = trials.settle(medians, g);
+    EXPECT_NE(line.find("trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of 6"),
+              std::string::npos)
+        << line;
+    EXPECT_EQ(line.find("priced"), std::string::npos) << line;
+    const bool kept = std::string(table->name) == "shm_cma" || beaten_by < Trials::kKeep;
+    EXPECT_EQ(line.find("(the table's choice)") != std::string::npos, kept) << line;
+    EXPECT_EQ(std::string(trials.choose(Collective::AllReduce, 1 << 20, g)->name), kept ? table->name : "shm_cma")
+        << line;
+    EXPECT_FALSE(trials.timing());
+  }
+}
+
+TEST(Trials, OneHostDecidesNothingBelowSixteenKiBOrWithoutAChoice) {
+  Trials trials(3);
+  EXPECT_EQ(trials.choose(Collective::AllReduce, Trials::kOneHostFrom - 1, one_host(4)), nullptr);
+  EXPECT_EQ(trials.choose(Collective::AllToAll, kUnevenSplits, one_host(4)), nullptr);
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 1 << 20, one_host(1)), nullptr);  // alone
+  GroupTraits no_segment = one_host(4);  // SPMD_SHM=0: the TCP algorithms, by the table
+  no_segment.shm = no_segment.cma = false;
+  EXPECT_EQ(trials.choose(Collective::AllReduce, 1 << 20, no_segment), nullptr);
+  GroupTraits no_cma = one_host(4);  // CMA forbidden: shm_flat and shm_rs_ag only
+  no_cma.cma = false;
+  const Algorithm* a = trials.choose(Collective::Broadcast, 1 << 20, no_cma);
+  EXPECT_EQ(a, nullptr) << "broadcast has one shared-memory algorithm without CMA, not " << a->name;
+  {
+    set_algorithm_override("all_reduce=shm_flat");
+    EXPECT_EQ(trials.choose(Collective::AllReduce, 1 << 20, one_host(4)), nullptr);
+    set_algorithm_override("");
+  }
+  GroupTraits deterministic = one_host(4);  // only algorithms that reduce in rank order
+  deterministic.deterministic = true;
+  for (size_t call = 0; call < 3 * 3 * Trials::kOneHostVisit.calls; ++call)
+    if (const Algorithm* tried = trials.choose(Collective::AllReduce, 1 << 20, deterministic)) {
+      EXPECT_TRUE(applicable(*tried, deterministic)) << tried->name;
+      trials.record(1e-3);
+    }
+}
+
 TEST(Trials, DecideNothingWhereTheyShouldNot) {
   NetGuard links(kLinks);
   Trials trials(3);
-  GroupTraits one = hosts(1, 4);
-  EXPECT_EQ(trials.choose(Collective::AllReduce, 64 << 10, one), nullptr);  // one host: the tables
   {
     set_algorithm_override("all_to_all=pairwise");  // SPMD_ALGO reaches uneven calls too
     EXPECT_EQ(trials.choose(Collective::AllToAll, kUnevenSplits, hosts(3, 2)), nullptr);
