@@ -25,9 +25,10 @@
 // Mismatch). SPMD_ALGO still comes first.
 //
 // On one host no model prices the shared-memory algorithms: their tables (built in, or
-// spmd-tune's for this machine) were measured on some day, and a day's machine differs (4 ranks
-// on 2 cores, 1 MiB: the table's shm_rs_ag took 1.58 ms where shm_flat took 0.60 in the same
-// minute). So from kOneHostFrom bytes a rank the table's choice and the collective's other
+// spmd-tune's for this machine) were measured on some day and machine, and a job runs on
+// another (this VM's built-in table, measured on an Intel host, was within 10 % of the fastest
+// algorithm in 118 of 216 cells of bench/thresholds.sh on an AMD one; the trials' choices, in
+// 203). So from kOneHostFrom bytes a rank the table's choice and the collective's other
 // shared-memory algorithms are tried alike, in visits of kOneHostVisit, and another serves the
 // class only where it beats the table's by kKeep.
 #pragma once
@@ -134,8 +135,9 @@ class Trials {
 
   // The algorithm the trials run for this call; null where they do not decide it (SPMD_ALGO
   // names one, a single candidate, calls priced beyond kMaxTrialSeconds, one host below
-  // kOneHostFrom or with uneven splits): the usual selection then. Uneven all_to_all (kUnevenSplits) is a class of its own;
-  // `own_bytes` is what this rank moves in it (the larger of its input and output).
+  // kOneHostFrom or with uneven splits): the usual selection then. Uneven all_to_all
+  // (kUnevenSplits) is a class of its own across hosts; `own_bytes` is what this rank moves in
+  // it (the larger of its input and output).
   const Algorithm* choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes = 0);
   // Whether the call choose() was last asked about is timed: record() wants its time then.
   bool timing() const { return timed_ != nullptr; }

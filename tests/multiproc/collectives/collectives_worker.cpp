@@ -12,6 +12,9 @@
 //                 (The root is rank 1 because rank 0 hosts the store the hang report uses.)
 //   all-to-all  — all_to_all alone, even and uneven (some blocks empty), for groups too large
 //                 for `check` on two cores
+//   trials      — 48 calls each of all_reduce (64 KiB), all_gather (20 KiB blocks) and
+//                 broadcast (100 KiB), every one checked: more than the one-host trials of
+//                 each (36 calls), which switch shared-memory algorithms between them
 #include <unistd.h>
 
 #include <cstdio>
@@ -171,6 +174,29 @@ int stopped_root(spmd::ProcessGroup& w) {
   return 0;
 }
 
+int trials(spmd::ProcessGroup& w) {
+  const int p = w.size(), r = w.rank();
+  for (int call = 0; call < 48; ++call) {
+    std::vector<float> v((64 << 10) / 4 + 3);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float((r + call) % 7 + static_cast<int>(i % 5));
+    w.all_reduce(v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      float want = 0;
+      for (int q = 0; q < p; ++q) want += float((q + call) % 7 + static_cast<int>(i % 5));
+      if (v[i] != want) return fail("all_reduce, call " + std::to_string(call) + ", element " + std::to_string(i));
+    }
+    std::vector<int32_t> block((20 << 10) / 4, r * 1000 + call), all(block.size() * static_cast<size_t>(p));
+    w.all_gather_into(all, block);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i] != static_cast<int32_t>(i / block.size()) * 1000 + call) return fail("all_gather, call " + std::to_string(call));
+    std::vector<int64_t> b((100 << 10) / 8, r == 0 ? call : -1);
+    w.broadcast(b, 0);
+    for (int64_t x : b)
+      if (x != call) return fail("broadcast, call " + std::to_string(call));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +211,7 @@ int main(int argc, char** argv) {
              : mode == "stopped-root" ? stopped_root(w)
              : mode == "all-to-all"   ? all_to_all_only(w, 1)
              : mode == "all-to-all-large" ? all_to_all_only(w, 100000)
+             : mode == "trials"           ? trials(w)
                                       : check(w);
     spmd::destroy();
     if (spmd::is_initialized()) return fail("still initialised after destroy()");

@@ -55,6 +55,32 @@ TEST(MultiProcess, DirectAllToAllInSteps) {
   for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(120)), 0) << "rank " << r;
 }
 
+// On one host the group's first calls from 16 KiB a rank time the shared-memory algorithms
+// (collectives/trials.hpp) and switch between them: every call stays right, every rank settles
+// on the same one (a rank that did not would raise Mismatch), and rank 0 says what it settled on.
+TEST(MultiProcess, OneHostTrialsSwitchAlgorithmsWithRightResults) {
+  const int world = 3;
+  int port = free_port();
+  std::vector<Child> ranks;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> env = rank_env(r, world, port);
+    env.push_back("SPMD_DEBUG=INFO");
+    env.push_back("SPMD_TUNING=off");
+    ranks.emplace_back(std::vector<std::string>{SPMD_WORKER, "trials"}, env, -1, r == 0);
+  }
+  for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[static_cast<size_t>(r)].wait(std::chrono::seconds(120)), 0) << "rank " << r;
+  const std::string out = ranks[0].output();
+  std::vector<std::string> said = {"trials of all_reduce at 64 KiB-128 KiB on one host (3 ranks)"};
+  // all_gather and broadcast have a second shared-memory algorithm only with single copies
+  // (CMA), which a host may forbid.
+  if (out.find("(single-copy remote memory on)") != std::string::npos) {
+    said.push_back("trials of all_gather at 16 KiB-32 KiB on one host (3 ranks)");
+    said.push_back("trials of broadcast at 64 KiB-128 KiB on one host (3 ranks)");
+  }
+  for (const std::string& line : said)
+    EXPECT_NE(out.find(line), std::string::npos) << "rank 0 did not say: " << line << "\n" << out;
+}
+
 // Uneven all_to_all of megabytes a rank on one host, as the default chooses it (shm_flat, which
 // hands calls beyond its slots to the single copy) and without single copies (to pairwise);
 // such calls once stopped with "all_to_all via shm_flat carries at most ..." instead.
