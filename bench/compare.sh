@@ -216,10 +216,12 @@ print(",".join(tiny) or "-", ",".join(small) or "-", ",".join(big) or "-")
 PY
 )
 
+# at_least N: N warm-up calls, or least_warmup if that is more.
+at_least() { echo $(( $1 > least_warmup ? $1 : least_warmup )); }
+
 # each_group NAME CMD...: runs CMD with the tiny sizes, the small ones, then the big ones.
 each_group() {
   local name=$1; shift
-  at_least() { echo $(( $1 > least_warmup ? $1 : least_warmup )); }
   [[ $tiny != - ]] && run "$name" "$@" -c "$collectives" -s "$tiny" -n "$tiny_iters" -w "$(at_least $(( (tiny_iters + 9) / 10 )))" --csv --no-header
   [[ $small != - ]] && run "$name" "$@" -c "$collectives" -s "$small" -n "$iters" -w "$(at_least "$warmup")" --csv --no-header
   [[ $big != - ]] && run "$name" "$@" -c "$collectives" -s "$big" -n "$big_iters" -w "$(at_least "$big_warmup")" --csv --no-header

@@ -53,31 +53,32 @@ double Trials::keep_margin(double first_priced, double challenger_priced) {
 
 // One host: the table's choice first (SPMD_ALGO aside, what select() runs), then every other
 // shared-memory algorithm of the collective that can run on the group, in registry order.
-Trials::Class Trials::make_one_host_class(Collective c, size_t bytes, const GroupTraits& group) {
-  Class k;
-  k.one_host = true;
-  k.visit = kOneHostVisit;
-  if (bytes == kUnevenSplits || bytes < kOneHostFrom) return k;
-  k.candidates.push_back(&select(c, bytes, group));
+std::vector<const Algorithm*> Trials::one_host_candidates(Collective c, size_t bytes, const GroupTraits& group) {
+  std::vector<const Algorithm*> candidates = {&select(c, bytes, group)};
   for (const Algorithm& a : all_algorithms())
-    if (a.collective == c && (a.needs & kNeedShm) && &a != k.candidates.front() && applicable(a, group) &&
-        k.candidates.size() < kMaxCandidates)
-      k.candidates.push_back(&a);
+    if (a.collective == c && (a.needs & kNeedShm) && &a != candidates.front() && applicable(a, group) &&
+        candidates.size() < kMaxCandidates)
+      candidates.push_back(&a);
+  return candidates;
+}
+
+Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const {
+  Class k;
+  k.collective = c;
+  k.size_class = size_class;
+  if (group.hosts < 2) {  // choose() sent only even calls from kOneHostFrom
+    k.candidates = one_host_candidates(c, bytes, group);
+    k.visit = kOneHostVisit;
+  } else {
+    price_candidates(k, c, bytes, group);
+  }
   if (k.candidates.size() < 2) k.candidates.clear();
   k.times.resize(k.candidates.size());
   return k;
 }
 
-Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const {
-  if (group.hosts < 2) {
-    Class k = make_one_host_class(c, bytes, group);
-    k.collective = c;
-    k.size_class = size_class;
-    return k;
-  }
-  Class k;
-  k.collective = c;
-  k.size_class = size_class;
+// Across hosts: the model's near ties, with their prices.
+void Trials::price_candidates(Class& k, Collective c, size_t bytes, const GroupTraits& group) {
   // The model's order with its price of each (uneven splits: every algorithm that runs them,
   // priced by its worst ratio to the cheapest, all near).
   std::vector<Ranked> ranked;
@@ -88,7 +89,7 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
     near = std::numeric_limits<double>::infinity();
   } else {
     ranked = rank_by_model(c, bytes, group);
-    if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return k;
+    if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return;
     k.visit = visit_for(ranked.front().seconds);
     near = near_for(ranked.front().seconds);
   }
@@ -97,9 +98,6 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
     k.candidates.push_back(r.algorithm);
     k.predicted.push_back(r.seconds);
   }
-  if (k.candidates.size() < 2) k.candidates.clear();
-  k.times.resize(k.candidates.size());
-  return k;
 }
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes) {
@@ -165,7 +163,7 @@ std::string Trials::settle(std::span<const double> group_max, const GroupTraits&
 std::string Trials::settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group) {
   const std::span<const double> slowest = group_max.first(k.candidates.size());
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
-  const double margin = k.one_host ? kKeep : keep_margin(k.predicted[0], k.predicted[best]);
+  const double margin = k.one_host() ? kKeep : keep_margin(k.predicted[0], k.predicted[best]);
   if (slowest[0] <= slowest[best] * (1 + margin)) best = 0;
   k.settled = k.candidates[best];
   std::string what = "at " + class_range(k.size_class);
@@ -175,16 +173,16 @@ std::string Trials::settle_trials(Class& k, std::span<const double> group_max, c
     k.since_check = 0;
     what = "of uneven splits (at most " + class_range(std::bit_width(k.tried_most)) + " a rank)";
   }
-  const std::string where = k.one_host ? "one host (" + std::to_string(group.size) + " ranks)"
+  const std::string where = k.one_host() ? "one host (" + std::to_string(group.size) + " ranks)"
                                        : std::to_string(group.hosts) + " hosts (up to " +
                                              std::to_string(group.max_ranks_per_host) + " ranks each)";
-  const char* chooser = k.one_host ? "the table" : "the model";
+  const char* chooser = k.one_host() ? "the table" : "the model";
   std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " + where +
                      ", the slowest rank's median of " + std::to_string(static_cast<size_t>(rounds_) * k.visit.timed) +
                      ":";
   for (size_t i = 0; i < slowest.size(); ++i) {
     line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]);
-    if (!k.one_host)
+    if (!k.one_host())
       line += " (priced " + (k.uneven() && !k.sized ? "worst " + ratio(k.predicted[i]) : milliseconds(k.predicted[i])) +
               ")";
   }

@@ -162,7 +162,6 @@ class Trials {
     int size_class = 0;                        // bit width of the bytes (0 for 0 bytes)
     std::vector<const Algorithm*> candidates;  // the model's order; none: trials do not decide
     std::vector<double> predicted;             // the model's seconds for each (one host: none)
-    bool one_host = false;                     // candidates: the table's choice, then the others
     std::vector<std::vector<double>> times;    // per candidate, this rank's timed calls
     Visit visit = kVisit;
     size_t calls = 0;
@@ -174,10 +173,13 @@ class Trials {
     size_t own_most = 0;
     size_t since_check = 0;
     bool uneven() const { return size_class == kUnevenClass; }
+    // No model priced the candidates: one host's, the table's choice first.
+    bool one_host() const { return predicted.empty(); }
   };
   static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
   Class make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const;
-  static Class make_one_host_class(Collective c, size_t bytes, const GroupTraits& group);
+  static std::vector<const Algorithm*> one_host_candidates(Collective c, size_t bytes, const GroupTraits& group);
+  static void price_candidates(Class& k, Collective c, size_t bytes, const GroupTraits& group);
   std::string settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group);
   std::string check_size(Class& k, size_t group_most, const GroupTraits& group);
 
