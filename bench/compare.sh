@@ -27,9 +27,9 @@ tiny_iters=200
 big_iters=4
 big_warmup=5
 # Every run warms up at least this long: spmd's group times its shared-memory algorithms on its
-# first 36 calls of each size from 16 KiB a rank and keeps the fastest (docs/collectives.md,
+# first 60 calls of each size from 16 KiB a rank and keeps the fastest (docs/collectives.md,
 # trials on one host); a shorter warm-up would time those trials, not what the loop runs.
-least_warmup=37
+least_warmup=61
 peers=gloo,torch-gloo,mpi-tcp,mpi-shm,mpi-tuned,memcpy
 spin=auto
 out=""
@@ -49,8 +49,8 @@ usage() {
   cat <<EOF
 
   defaults: 3 repetitions, 10 timed + 3 warmup iterations (200 + 20 below 64 KiB: --tiny-iters;
-            4 + 5 from 16 MiB: --big-iters); every warm-up at least 37 calls (spmd's trials
-            of its shared-memory algorithms take 36; --smoke: none)
+            4 + 5 from 16 MiB: --big-iters); every warm-up at least 61 calls (spmd's trials
+            of its shared-memory algorithms take 60; --smoke: none)
   --quick        1 repetition, sizes 8,64K,1M,16M, 5 iterations (about a minute)
   --smoke        P=2, one size (64K), 1 repetition of 1 iteration per peer, no spinners:
                  proves that every peer, column and the plot work (not a measurement)

@@ -20,7 +20,7 @@ fi
 echo "== spmd-bench, every collective, P=$nproc"
 timeout -k 10 600 "$build/bin/spmdrun" --nproc-per-node "$nproc" "$build/bin/spmd-bench" \
   -c all_reduce,broadcast,reduce,all_gather,reduce_scatter,all_to_all,gather,scatter,sendrecv,barrier \
-  -s 8,1K,64K,1M,16M -n 10 -w 37 | tee "$results/spmd-bench.txt"
+  -s 8,1K,64K,1M,16M -n 10 -w 61 | tee "$results/spmd-bench.txt"
 status=${PIPESTATUS[0]}
 
 echo

@@ -62,7 +62,7 @@ for ((rep = 1; rep <= reps; ++rep)); do
     for c in ${collectives//,/ }; do
       for a in $(algos_of "$c"); do
         run_one "$a" "$c" "$p" timeout 300 "$build/bin/spmdrun" --nproc-per-node "$p" "$build/bin/spmd-bench" \
-          -c "$c" -s "$sizes" -n "$iters" -w 37 --csv --no-header --name "$a" 2>"$out/log/$a-$c-$p-$rep.txt" |
+          -c "$c" -s "$sizes" -n "$iters" -w 61 --csv --no-header --name "$a" 2>"$out/log/$a-$c-$p-$rep.txt" |
           sed -e 's/^\[[^]]*\]://' | grep -E "^$a," >>"$csv" ||
           echo "thresholds.sh: $c $a P=$p failed (rep $rep)" >&2
       done

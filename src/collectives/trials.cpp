@@ -38,13 +38,13 @@ std::string class_range(int c) { return c == 0 ? "0 B" : power_of_two(c - 1) + "
 
 }  // namespace
 
-int Trials::rounds_from_env() {
+Trials::Rounds Trials::rounds_from_env() {
   std::optional<int64_t> n = env::get_int("SPMD_TRIALS");
-  if (!n) return kDefaultRounds;
+  if (!n) return {kDefaultRounds, kOneHostRounds};
   if (*n < 0 || *n > 100)
     raise(ErrorKind::InvalidArgument, "SPMD_TRIALS=" + std::to_string(*n) +
                                           ": the timed rounds per call size must be 0 (no trials) to 100");
-  return static_cast<int>(*n);
+  return {static_cast<int>(*n), static_cast<int>(*n)};
 }
 
 double Trials::keep_margin(double first_priced, double challenger_priced) {
@@ -69,7 +69,9 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   if (group.hosts < 2) {  // choose() sent only even calls from kOneHostFrom
     k.candidates = one_host_candidates(c, bytes, group);
     k.visit = kOneHostVisit;
+    k.rounds = rounds_.one_host;
   } else {
+    k.rounds = rounds_.across_hosts;
     price_candidates(k, c, bytes, group);
   }
   if (k.candidates.size() < 2) k.candidates.clear();
@@ -102,9 +104,10 @@ void Trials::price_candidates(Class& k, Collective c, size_t bytes, const GroupT
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes) {
   timed_ = nullptr;
-  if (rounds_ == 0) return nullptr;
   // First, and cheap: one host's small calls (an 8-byte call takes ~0.4 us there).
-  if (group.hosts < 2 && (bytes < kOneHostFrom || bytes == kUnevenSplits || group.size < 2)) return nullptr;
+  if (group.hosts < 2 && (rounds_.one_host == 0 || bytes < kOneHostFrom || bytes == kUnevenSplits || group.size < 2))
+    return nullptr;
+  if (group.hosts >= 2 && rounds_.across_hosts == 0) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
   const int size_class = std::bit_width(bytes);
   const uint32_t key = static_cast<uint32_t>(c) << 8 | static_cast<uint32_t>(size_class);
@@ -133,7 +136,7 @@ bool Trials::record(double seconds) {
   timed_ = nullptr;
   if (!k) return false;
   k->times[timed_slot_].push_back(seconds);
-  if (k->calls < calls_per_class(k->candidates.size(), k->visit)) return false;
+  if (k->calls < calls_per_class(k->candidates.size(), k->visit, k->rounds)) return false;
   ended_ = k;
   return true;
 }
@@ -163,7 +166,7 @@ std::string Trials::settle(std::span<const double> group_max, const GroupTraits&
 std::string Trials::settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group) {
   const std::span<const double> slowest = group_max.first(k.candidates.size());
   size_t best = static_cast<size_t>(std::min_element(slowest.begin(), slowest.end()) - slowest.begin());
-  const double margin = k.one_host() ? kKeep : keep_margin(k.predicted[0], k.predicted[best]);
+  const double margin = k.one_host() ? kOneHostKeep : keep_margin(k.predicted[0], k.predicted[best]);
   if (slowest[0] <= slowest[best] * (1 + margin)) best = 0;
   k.settled = k.candidates[best];
   std::string what = "at " + class_range(k.size_class);
@@ -178,7 +181,7 @@ std::string Trials::settle_trials(Class& k, std::span<const double> group_max, c
                                              std::to_string(group.max_ranks_per_host) + " ranks each)";
   const char* chooser = k.one_host() ? "the table" : "the model";
   std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " + where +
-                     ", the slowest rank's median of " + std::to_string(static_cast<size_t>(rounds_) * k.visit.timed) +
+                     ", the slowest rank's median of " + std::to_string(static_cast<size_t>(k.rounds) * k.visit.timed) +
                      ":";
   for (size_t i = 0; i < slowest.size(); ++i) {
     line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]);

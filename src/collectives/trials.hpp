@@ -29,8 +29,8 @@
 // another (this VM's built-in table, measured on an Intel host, was within 10 % of the fastest
 // algorithm in 118 of 216 cells of bench/thresholds.sh on an AMD one; the trials' choices, in
 // 203). So from kOneHostFrom bytes a rank the table's choice and the collective's other
-// shared-memory algorithms are tried alike, in visits of kOneHostVisit, and another serves the
-// class only where it beats the table's by kKeep.
+// shared-memory algorithms are tried alike, in kOneHostRounds rounds of visits of kOneHostVisit,
+// and another serves the class where it beats the table's by kOneHostKeep.
 #pragma once
 
 #include <algorithm>
@@ -113,25 +113,39 @@ class Trials {
   // 1.6 on this VM's AMD host (the table was measured on an Intel one).
   static constexpr size_t kOneHostFrom = 16 << 10;
   static constexpr Visit kOneHostVisit{4, 2};
+  // Five rounds, not three, and the table's choice kept only in a tie: no model priced it, and
+  // it was measured on another machine. Judged by the same run's loops of each algorithm forced
+  // (bench/thresholds.sh from 16 KiB, 468 trials of single launches a run, 2026-11-30), the
+  // trials' choice was within 10 % of the fastest in 425 and 413 (3 rounds, keeping the table's
+  // within 15 %), 427 and 430 (3 rounds, 5 %), 447 and 443 (5 rounds, 5 %).
+  static constexpr int kOneHostRounds = 5;
+  static constexpr double kOneHostKeep = 0.05;
   static constexpr double near_for(double cheapest_priced) {
     return cheapest_priced < kShortCall ? kShortNear : kNear;
   }
-  // The most calls any size class spends on its trials with `rounds` rounds (spmd-bench's
-  // warm-up across hosts covers it).
-  static constexpr size_t most_calls(int rounds) {
-    return static_cast<size_t>(rounds) * kMaxCandidates *
-           std::max({kVisit.calls, kShortVisit.calls, kOneHostVisit.calls});
+  // The most calls any size class spends on its trials with `rounds` rounds across hosts (and
+  // `one_host_rounds` on one host): spmd-bench's warm-up covers it.
+  static constexpr size_t most_calls(int rounds, int one_host_rounds = 0) {
+    return std::max(static_cast<size_t>(rounds) * kMaxCandidates * std::max(kVisit.calls, kShortVisit.calls),
+                    static_cast<size_t>(one_host_rounds) * kMaxCandidates * kOneHostVisit.calls);
   }
 
-  // The calls a size class with `candidates` spends on its trials in visits of `visit`.
-  size_t calls_per_class(size_t candidates, Visit visit) const {
-    return static_cast<size_t>(rounds_) * candidates * visit.calls;
+  // The calls a size class with `candidates` spends on its trials in `rounds` of visits of `visit`.
+  static size_t calls_per_class(size_t candidates, Visit visit, int rounds) {
+    return static_cast<size_t>(rounds) * candidates * visit.calls;
   }
 
-  // `rounds` timed rounds per class; 0: no trials.
-  explicit Trials(int rounds = kDefaultRounds) : rounds_(rounds) {}
-  // SPMD_TRIALS: the rounds (0 = off), default kDefaultRounds; raises InvalidArgument on bad text.
-  static int rounds_from_env();
+  // Timed rounds per class: `rounds` across hosts, `one_host_rounds` on one host; 0: no trials.
+  struct Rounds {
+    int across_hosts;
+    int one_host;
+  };
+  Trials() : Trials(Rounds{kDefaultRounds, kOneHostRounds}) {}
+  explicit Trials(Rounds rounds) : rounds_(rounds) {}
+  explicit Trials(int rounds) : rounds_{rounds, rounds} {}  // as SPMD_TRIALS=rounds sets them
+  // SPMD_TRIALS: the rounds (0 = off) on one host and across hosts alike; unset, the defaults
+  // (kDefaultRounds, kOneHostRounds). Raises InvalidArgument on bad text.
+  static Rounds rounds_from_env();
 
   // The algorithm the trials run for this call; null where they do not decide it (SPMD_ALGO
   // names one, a single candidate, calls priced beyond kMaxTrialSeconds, one host below
@@ -164,6 +178,7 @@ class Trials {
     std::vector<double> predicted;             // the model's seconds for each (one host: none)
     std::vector<std::vector<double>> times;    // per candidate, this rank's timed calls
     Visit visit = kVisit;
+    int rounds = kDefaultRounds;
     size_t calls = 0;
     const Algorithm* settled = nullptr;
     // Uneven all_to_all only: the most bytes any rank moved in one call of its trials, this
@@ -183,7 +198,7 @@ class Trials {
   std::string settle_trials(Class& k, std::span<const double> group_max, const GroupTraits& group);
   std::string check_size(Class& k, size_t group_most, const GroupTraits& group);
 
-  int rounds_;
+  Rounds rounds_;
   std::unordered_map<uint32_t, Class> classes_;
   Class* timed_ = nullptr;  // the class of the call being timed
   size_t timed_slot_ = 0;   // which candidate it runs

@@ -50,17 +50,17 @@ const char* kUsage =
     "                         of one call from a common start, what spmd-sim predicts, instead of\n"
     "                         a loop's, where a rooted or pipelined call's ranks run ahead into\n"
     "                         the next call\n"
-    "Without -w the warm-up is 37 calls a size on one host and 73 across hosts: the group's\n"
-    "trials of its algorithms take up to 36 and 72 (SPMD_TRIALS); a shorter warm-up times them.";
+    "Without -w the warm-up is 61 calls a size on one host and 73 across hosts: the group's\n"
+    "trials of its algorithms take up to 60 and 72 (SPMD_TRIALS); a shorter warm-up times them.";
 
 using Clock = std::chrono::steady_clock;
 
 // Trials (src/collectives/trials.hpp) spend up to 3 rounds x 3 candidates x 8 calls per size
-// (Trials::most_calls) across hosts, 3 x 3 x 4 from 16 KiB a rank on one host: the warm-up
+// (Trials::most_calls) across hosts, 5 x 3 x 4 from 16 KiB a rank on one host: the warm-up
 // unless -w says otherwise (a timed loop that starts sooner times the slower algorithms tried;
-// bench/compare.sh and thresholds.sh pass -w 37).
+// bench/compare.sh and thresholds.sh pass -w 61).
 constexpr int kWarmupAcrossHosts = 73;
-constexpr int kWarmupOneHost = 37;
+constexpr int kWarmupOneHost = 61;
 
 // The launcher's LOCAL_WORLD_SIZE is less than the job's: ranks on more than one host.
 bool spans_hosts(const spmd::ProcessGroup& world) {

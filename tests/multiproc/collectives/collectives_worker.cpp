@@ -12,9 +12,9 @@
 //                 (The root is rank 1 because rank 0 hosts the store the hang report uses.)
 //   all-to-all  — all_to_all alone, even and uneven (some blocks empty), for groups too large
 //                 for `check` on two cores
-//   trials      — 48 calls each of all_reduce (64 KiB), all_gather (20 KiB blocks) and
+//   trials      — 72 calls each of all_reduce (64 KiB), all_gather (20 KiB blocks) and
 //                 broadcast (100 KiB), every one checked: more than the one-host trials of
-//                 each (36 calls), which switch shared-memory algorithms between them
+//                 each (up to 60 calls), which switch shared-memory algorithms between them
 #include <unistd.h>
 
 #include <cstdio>
@@ -176,7 +176,7 @@ int stopped_root(spmd::ProcessGroup& w) {
 
 int trials(spmd::ProcessGroup& w) {
   const int p = w.size(), r = w.rank();
-  for (int call = 0; call < 48; ++call) {
+  for (int call = 0; call < 72; ++call) {
     std::vector<float> v((64 << 10) / 4 + 3);
     for (size_t i = 0; i < v.size(); ++i) v[i] = float((r + call) % 7 + static_cast<int>(i % 5));
     w.all_reduce(v);

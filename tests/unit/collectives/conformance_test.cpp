@@ -80,7 +80,7 @@ TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
       for (size_t n : {size_t{(64u << 10) / 4 + 3}, size_t{(300u << 10) / 4 + 1}})
         // More calls than the trials of a class take (rounds x candidates x a visit's calls), so
         // the ranks settle on one between calls and run it after.
-        for (int call = 0; call < static_cast<int>(algo::Trials::most_calls(algo::Trials::kDefaultRounds)) + 4; ++call) {
+        for (int call = 0; call < static_cast<int>(algo::Trials::most_calls(algo::Trials::kDefaultRounds, algo::Trials::kOneHostRounds)) + 4; ++call) {
           std::vector<float> v(n), block(n / 4 + 1), all(block.size() * static_cast<size_t>(world));
           for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(tag_of(g.rank() + call, i));
           for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<float>(tag_of(g.rank() * 7 + call, i));
@@ -106,7 +106,7 @@ TEST(TrialsInAGroup, SwitchAlgorithmsWithRightResults) {
 // across the switches and after them.
 TEST(TrialsInAGroup, OneHostSwitchesSharedMemoryAlgorithmsWithRightResults) {
   const int world = 4;
-  const size_t calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds) + 4;
+  const size_t calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds, algo::Trials::kOneHostRounds) + 4;
   run_ranks(world, [&](ProcessGroup& g) {
     const size_t n = (algo::Trials::kOneHostFrom + 12) / 4, block = (70u << 10) / 4 + 1;
     for (size_t call = 0; call < calls; ++call) {
@@ -136,7 +136,7 @@ TEST(TrialsInAGroup, UnevenAllToAllTriedAgainWhenItsSizeGrows) {
   Links links("net=113MB@15us,host=3390MB@45us,shm=1100MB@22us,msg=22us");
   FakeHosts fake(3);
   const int world = 6;
-  const size_t phase_calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds) + algo::Trials::kUnevenCheckCalls + 4;
+  const size_t phase_calls = algo::Trials::most_calls(algo::Trials::kDefaultRounds, algo::Trials::kOneHostRounds) + algo::Trials::kUnevenCheckCalls + 4;
   run_ranks(world, [&](ProcessGroup& g) {
     const auto me = static_cast<size_t>(g.rank());
     for (size_t scale : {size_t{1}, size_t{64}})

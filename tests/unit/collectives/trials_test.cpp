@@ -46,7 +46,7 @@ std::vector<const Algorithm*> run_trials(Trials& trials, Collective c, size_t by
     if (candidates.size() < Trials::kMaxCandidates && r.seconds <= Trials::near_for(cheapest) * cheapest)
       candidates.push_back(r.algorithm);
   const Trials::Visit visit = Trials::visit_for(cheapest);
-  const size_t n = candidates.size(), calls = trials.calls_per_class(n, visit);
+  const size_t n = candidates.size(), calls = Trials::calls_per_class(n, visit, rounds);
   EXPECT_EQ(calls, rounds * n * visit.calls);
   EXPECT_LE(calls, Trials::most_calls(rounds));
   for (size_t call = 0; call < calls; ++call) {
@@ -248,14 +248,15 @@ GroupTraits one_host(int ranks) {
 }
 
 // One host: from kOneHostFrom bytes (16 KiB) the table's choice (first) and the collective's other
-// shared-memory algorithms are visited in rotating rounds of kOneHostVisit; another serves the
-// class only where it beats the table's by kKeep (4 ranks, 1 MiB: the table's shm_rs_ag took
-// 1.58 ms where shm_flat took 0.60 in one minute).
+// shared-memory algorithms are visited in kOneHostRounds rotating rounds of kOneHostVisit; another
+// serves the class where it beats the table's by kOneHostKeep (4 ranks, 1 MiB: the table's
+// shm_rs_ag took 1.58 ms where shm_flat took 0.60 in one minute).
 TEST(Trials, OneHostTriesTheSharedMemoryAlgorithmsFromSixteenKiB) {
   const GroupTraits g = one_host(4);
   const Algorithm* table = &select(Collective::AllReduce, 1 << 20, g);
-  for (const double beaten_by : {Trials::kKeep * 0.9, Trials::kKeep * 1.1, 1.58 / 0.60 - 1}) {
-    Trials trials(3);
+  for (const double beaten_by : {Trials::kOneHostKeep * 0.9, Trials::kOneHostKeep * 1.1, 1.58 / 0.60 - 1}) {
+    Trials trials;  // the default rounds
+    const int rounds = Trials::kOneHostRounds;
     const Trials::Visit visit = Trials::kOneHostVisit;
     std::vector<const Algorithm*> ran;
     for (size_t call = 0;; ++call) {
@@ -265,7 +266,7 @@ TEST(Trials, OneHostTriesTheSharedMemoryAlgorithmsFromSixteenKiB) {
       ran.push_back(a);
       // The last candidate in the registry's order is the fastest.
       if (trials.record(std::string(a->name) == "shm_cma" ? 1e-3 : 1e-3 * (1 + beaten_by))) break;
-      ASSERT_LT(call, Trials::most_calls(3));
+      ASSERT_LT(call, Trials::most_calls(Trials::kDefaultRounds, rounds));
     }
     std::vector<const Algorithm*> candidates;  // in the order of their first visits
     for (const Algorithm* a : ran)
@@ -273,17 +274,18 @@ TEST(Trials, OneHostTriesTheSharedMemoryAlgorithmsFromSixteenKiB) {
     ASSERT_EQ(candidates.size(), 3u) << "shm_flat, shm_rs_ag and shm_cma";
     EXPECT_EQ(candidates[0], table) << "the table's choice comes first";
     for (const Algorithm* a : candidates) EXPECT_TRUE(a->needs & kNeedShm) << a->name;
-    EXPECT_EQ(ran.size(), 3 * 3 * visit.calls);
+    EXPECT_EQ(ran.size(), static_cast<size_t>(rounds) * 3 * visit.calls);
     for (size_t v = 0; v < ran.size() / visit.calls; ++v)  // visits of kOneHostVisit.calls, rotating
       EXPECT_EQ(ran[v * visit.calls], candidates[(v % 3 + v / 3) % 3]) << "visit " << v;
     const std::vector<double> medians = trials.exchanged();
     ASSERT_EQ(medians.size(), 3u);
     const std::string line = trials.settle(medians, g);
-    EXPECT_NE(line.find("trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of 6"),
+    EXPECT_NE(line.find("trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of " +
+                        std::to_string(rounds * visit.timed)),
               std::string::npos)
         << line;
     EXPECT_EQ(line.find("priced"), std::string::npos) << line;
-    const bool kept = std::string(table->name) == "shm_cma" || beaten_by < Trials::kKeep;
+    const bool kept = std::string(table->name) == "shm_cma" || beaten_by < Trials::kOneHostKeep;
     EXPECT_EQ(line.find("(the table's choice)") != std::string::npos, kept) << line;
     EXPECT_EQ(std::string(trials.choose(Collective::AllReduce, 1 << 20, g)->name), kept ? table->name : "shm_cma")
         << line;
@@ -296,6 +298,8 @@ TEST(Trials, OneHostDecidesNothingBelowSixteenKiBOrWithoutAChoice) {
   EXPECT_EQ(trials.choose(Collective::AllReduce, Trials::kOneHostFrom - 1, one_host(4)), nullptr);
   EXPECT_EQ(trials.choose(Collective::AllToAll, kUnevenSplits, one_host(4)), nullptr);
   EXPECT_EQ(trials.choose(Collective::AllReduce, 1 << 20, one_host(1)), nullptr);  // alone
+  Trials across_hosts_only(Trials::Rounds{3, 0});
+  EXPECT_EQ(across_hosts_only.choose(Collective::AllReduce, 1 << 20, one_host(4)), nullptr);
   GroupTraits no_segment = one_host(4);  // SPMD_SHM=0: the TCP algorithms, by the table
   no_segment.shm = no_segment.cma = false;
   EXPECT_EQ(trials.choose(Collective::AllReduce, 1 << 20, no_segment), nullptr);
@@ -341,9 +345,14 @@ TEST(Trials, DecideNothingWhereTheyShouldNot) {
 
 TEST(Trials, SpmdTrialsSetsTheRounds) {
   ::unsetenv("SPMD_TRIALS");
-  EXPECT_EQ(Trials::rounds_from_env(), Trials::kDefaultRounds);
+  EXPECT_EQ(Trials::rounds_from_env().across_hosts, Trials::kDefaultRounds);
+  EXPECT_EQ(Trials::rounds_from_env().one_host, Trials::kOneHostRounds);
   ::setenv("SPMD_TRIALS", "0", 1);
-  EXPECT_EQ(Trials::rounds_from_env(), 0);
+  EXPECT_EQ(Trials::rounds_from_env().across_hosts, 0);
+  EXPECT_EQ(Trials::rounds_from_env().one_host, 0);
+  ::setenv("SPMD_TRIALS", "2", 1);  // both
+  EXPECT_EQ(Trials::rounds_from_env().across_hosts, 2);
+  EXPECT_EQ(Trials::rounds_from_env().one_host, 2);
   ::setenv("SPMD_TRIALS", "-1", 1);
   EXPECT_THROW(Trials::rounds_from_env(), Error);
   ::setenv("SPMD_TRIALS", "three", 1);
