@@ -6,6 +6,8 @@
 #   smoke.sh spmd-sync SRC BIN          spmd-bench --sync: a barrier before each timed call
 #   smoke.sh compare SRC BUILD          compare.sh --smoke: every peer built here runs, every
 #                                       column and the plot appear, no run fails
+#   smoke.sh trial-margins SRC          trial_margins.py on a made-up thresholds.sh run: a trial
+#                                       line judged at each margin by the run's forced rows
 set -u
 mode=$1 src=$2
 sample=$src/tests/multiproc/bench/compare_sample.log
@@ -95,8 +97,27 @@ print("broadcast", sum(n.startswith("broadcast") for n in names), "barrier", sum
     if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then expect_png "$work/out/busbw.png"; fi
     ((failures == 0)) || { echo "--- compare.sh stderr:"; cat "$work/stderr"; echo "--- table:"; cat "$table"; } >&2
     ;;
+  trial-margins)
+    # Forced loops of all_reduce, 4 ranks, 1 MiB: shm_rs_ag the fastest. The trials read the
+    # table's shm_cma 0.90 ms and shm_rs_ag 0.80 (12.5 % faster): taken at margins under 12.5 %.
+    run=$work/run
+    mkdir -p "$run/log"
+    for rep in 1 2 3; do
+      for a in "shm_flat 1000" "shm_rs_ag 500" "shm_cma 2000" "default 600"; do
+        set -- $a
+        echo "$1,all_reduce,4,1048576,262144,f32,Sum,-,$(($2 + rep)),1,1,0" >>"$run/raw.csv"
+      done
+    done
+    echo "[0]:[spmd INFO rank 0] trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of 10: shm_cma 0.9 ms, shm_flat 1.1 ms, shm_rs_ag 0.8 ms; shm_rs_ag from now on (the table chose shm_cma)" \
+      >"$run/log/default-all_reduce-4-1.txt"
+    python3 "$src/bench/trial_margins.py" "$run" --margins 0.05,0.15 >"$work/margins.md" ||
+      fail "trial_margins.py exited with $?"
+    expect "$work/margins.md" "| $run | 1 | 1 (1.000) | 0 (3.988) |"
+    python3 "$src/bench/trial_margins.py" "$work/nothing" >/dev/null 2>&1 && fail "trial_margins.py took a folder without raw.csv"
+    ((failures == 0)) || cat "$work/margins.md" >&2
+    ;;
   *)
-    echo "usage: smoke.sh table|plot|spmd-plot|spmd-sync|compare SRC [BIN|BUILD]" >&2
+    echo "usage: smoke.sh table|plot|spmd-plot|spmd-sync|compare|trial-margins SRC [BIN|BUILD]" >&2
     exit 2
     ;;
 esac
