@@ -66,12 +66,11 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   Class k;
   k.collective = c;
   k.size_class = size_class;
+  k.rounds = rounds_for(group);
   if (group.hosts < 2) {  // choose() sent only even calls from kOneHostFrom
     k.candidates = one_host_candidates(c, bytes, group);
     k.visit = kOneHostVisit;
-    k.rounds = rounds_.one_host;
   } else {
-    k.rounds = rounds_.across_hosts;
     price_candidates(k, c, bytes, group);
   }
   if (k.candidates.size() < 2) k.candidates.clear();
@@ -104,10 +103,9 @@ void Trials::price_candidates(Class& k, Collective c, size_t bytes, const GroupT
 
 const Algorithm* Trials::choose(Collective c, size_t bytes, const GroupTraits& group, size_t own_bytes) {
   timed_ = nullptr;
+  if (rounds_for(group) == 0) return nullptr;
   // First, and cheap: one host's small calls (an 8-byte call takes ~0.4 us there).
-  if (group.hosts < 2 && (rounds_.one_host == 0 || bytes < kOneHostFrom || bytes == kUnevenSplits || group.size < 2))
-    return nullptr;
-  if (group.hosts >= 2 && rounds_.across_hosts == 0) return nullptr;
+  if (group.hosts < 2 && (bytes < kOneHostFrom || bytes == kUnevenSplits || group.size < 2)) return nullptr;
   if (overridden(c, bytes, group)) return nullptr;
   const int size_class = std::bit_width(bytes);
   const uint32_t key = static_cast<uint32_t>(c) << 8 | static_cast<uint32_t>(size_class);

@@ -192,6 +192,7 @@ class Trials {
     bool one_host() const { return predicted.empty(); }
   };
   static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
+  int rounds_for(const GroupTraits& group) const { return group.hosts < 2 ? rounds_.one_host : rounds_.across_hosts; }
   Class make_class(Collective c, size_t bytes, int size_class, const GroupTraits& group) const;
   static std::vector<const Algorithm*> one_host_candidates(Collective c, size_t bytes, const GroupTraits& group);
   static void price_candidates(Class& k, Collective c, size_t bytes, const GroupTraits& group);
