@@ -10,12 +10,14 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--out FILE.md]
 #   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
 #     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
 #   --sync: spmd-bench --sync, a barrier before each timed call: one call's time from a common
 #     start, what spmd-sim predicts (a loop's ranks run ahead into the next call: a chain
 #     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
+#   --pin: every node's processes on one core, node I on core I mod (cores) (cluster.sh's
+#     MN_PIN): each job of a layout finds its ranks where the last one did; rows say rate+pin
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   -c: collectives (default: the eight below); all_to_allv times uneven splits (spmd-bench's
 #     skew), the flat algorithms forced against the default, without predictions, each size
@@ -38,6 +40,7 @@ while (($#)); do
     -r) rounds=$2; shift 2 ;;
     -c) collectives=${2//,/ }; shift 2 ;;
     --sync) sync=(--sync); shift ;;
+    --pin) export MN_PIN=1; shift ;;
     --out) out=$2; shift 2 ;;
     *) echo "cost_model.sh: unknown argument $1"; exit 2 ;;
   esac
@@ -218,6 +221,7 @@ for rate in ${rates//,/ }; do
   label=$rate${MN_DELAY:++$MN_DELAY}
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   ((${#sync[@]})) && label+=+sync
+  [[ -n ${MN_PIN:-} ]] && label+=+pin
   net=$(calibrate) || exit 1
   cores=$(shared_cores "$net") || exit 1
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
