@@ -222,8 +222,9 @@ cluster_down() {
 # The command prefix that runs something on node I: its network namespace, a private mount
 # namespace with /etc/netns/<ns>/hosts bound over /etc/hosts, a private UTS namespace named
 # node<I>; with MN_PIN, on its core. (Not `ip netns exec`: it also remounts /sys, which hides
-# /sys/fs/cgroup, and slurmd refuses to start without it.) Every step execs, so a process started with it keeps its pid
-# all the way down to the command (kill -9 of that pid hits the command itself).
+# /sys/fs/cgroup, and slurmd refuses to start without it.) Every step execs, so a process
+# started with it keeps its pid all the way down to the command (kill -9 of that pid hits the
+# command itself).
 mn_node_prefix() {
   local ns
   ns=$(mn_ns "$1")
