@@ -80,6 +80,22 @@ struct Layout {
 std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                       const NetModel& model);
 
+// Predicted seconds per call where calls of `algorithm` run back to back, as a training loop
+// (and spmd-bench without --sync) runs them: up to kLoopOverlapBytes, what a sender hands its
+// socket without waiting for the receiver, a call's latencies overlap the transfers of the
+// calls around it, and a call takes what its busiest link or its ranks' copies carry, or its
+// latencies and messages alone, whichever is more; larger calls wait for their messages, and
+// take what one call does (predict_seconds). Over 1 Gbit/s (the grid of 2026-11-30, nodes
+// pinned) 64 KiB calls took the busiest link's time within 4 %: 3 x 1 recursive doubling 1.08
+// ms, two vectors through the folding rank's link, where one call was priced 1.72; a chain
+// broadcast 0.54 ms, one vector, on 3 x 1 to 4 x 2 alike. At 1 MiB, 30.5 ms, one call's
+// price 26.3, where the link's bound is 17.5.
+std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                           const NetModel& model);
+// What a sender hands its socket at once, without its receiver reading: Linux's default TCP
+// receive window (net.ipv4.tcp_rmem, 128 KiB).
+constexpr size_t kLoopOverlapBytes = 128 << 10;
+
 // The flat algorithm a hierarchical one runs among hosts (one rank each) for `bytes`: the
 // cheapest by the model (all_reduce: recursive_doubling, halving_doubling or ring; broadcast:
 // binomial or chain; reduce: binomial or ring). Every rank computes the same from the same model.

@@ -26,14 +26,24 @@ struct Flow {
   double bytes;
 };
 
+// One thing a call keeps busy, for calls back to back (predict_loop_seconds): host `host`'s
+// interface out or in, or its ranks' own copies (the busiest rank's).
+struct Resource {
+  enum Kind { kOut, kIn, kLocal } kind;
+  int host;
+};
+
 class Schedule {
  public:
   Schedule(const Layout& layout, const NetModel& m) : layout_(layout), m_(m), p_(layout.ranks()) {}
   // The same schedule counting messages instead of seconds: every step prices the messages it
   // sends, nothing else (the phases among hosts and the chunk counts still chosen by the model's
   // prices). For the shared cores' roofline (NetModel::shared_cores, predict_seconds).
-  Schedule counting() const { return Schedule(layout_, m_, true); }
-  Schedule timed() const { return Schedule(layout_, m_, false); }
+  Schedule counting() const { return Schedule(layout_, m_, Mode::kCounting); }
+  // The same schedule pricing only what `r` carries: every step its bytes there over the
+  // class's rate, no latency; the call's sum is the seconds `r` is busy per call.
+  Schedule loading(Resource r) const { return Schedule(layout_, m_, Mode::kLoad, r); }
+  Schedule timed() const { return Schedule(layout_, m_, Mode::kTimed); }
   int size() const { return p_; }
   int host(int r) const { return r / layout_.per_host; }
 
@@ -42,7 +52,8 @@ class Schedule {
   // each rank copies its own (ranks run on cores of their own). Every message a rank sends or
   // receives also costs it the per-message overhead.
   double flows(const std::vector<Flow>& fs, int hops = 1) const {
-    if (counting_) return static_cast<double>(fs.size());
+    if (mode_ == Mode::kCounting) return static_cast<double>(fs.size());
+    if (mode_ == Mode::kLoad) return load_of(fs);
     std::vector<double> out(static_cast<size_t>(layout_.hosts)), in(out.size());
     std::vector<double> local(static_cast<size_t>(p_));
     std::vector<int> messages(static_cast<size_t>(p_));
@@ -70,7 +81,13 @@ class Schedule {
            overhead(most_messages);
   }
   // A step's price: its seconds, or where the schedule counts messages, its messages.
-  double step(double seconds, double messages) const { return counting_ ? messages : seconds; }
+  double step(double seconds, double messages) const { return mode_ == Mode::kCounting ? messages : seconds; }
+  // Where the schedule loads a resource: what a step of `net` bytes out of (and into) every
+  // host and `local` bytes copied by each rank keeps it busy.
+  double load(double net, double local) const {
+    return load_.kind == Resource::kLocal ? local / m_.host.bytes_per_s : net / m_.net.bytes_per_s;
+  }
+  bool loading() const { return mode_ == Mode::kLoad; }
 
   // Beyond one message sent and one received, each costs the rank m_.per_message_s.
   double overhead(int messages) const { return messages > 2 ? (messages - 2) * m_.per_message_s : 0.0; }
@@ -81,6 +98,7 @@ class Schedule {
     int cross = 0;
     for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
     const double net_bytes = cross * bytes;
+    if (loading()) return load(net_bytes, cross < l ? bytes : 0.0);
     return step(std::max(cross ? m_.net.latency_s + net_bytes / m_.net.bytes_per_s : 0.0,
                          cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0),
                 p_);
@@ -90,6 +108,7 @@ class Schedule {
   // `steps` steps (each pays the latency; the bytes and messages are the same).
   double exchange(double bytes, int steps = 1) const {
     const double l = layout_.per_host, p = p_;
+    if (loading()) return load(l * (p - l) * bytes, (l - 1) * bytes);
     const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
     const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
     return step(std::max(net_t, local_t) + overhead(2 * (p_ - 1)), static_cast<double>(p_) * (p_ - 1));
@@ -107,15 +126,17 @@ class Schedule {
   double on_host(double bytes) const {
     if (layout_.per_host < 2) return 0;
     const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
+    if (loading()) return shm_load(copies * bytes);
     return step(m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s, p_);  // a message: each rank's arrival
   }
 
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
+    if (loading()) return copy(layout_.per_host < 2 ? bytes / layout_.per_host : bytes);
     return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), p_);
   }
-  double copy(double bytes) const { return step(bytes / m_.shm.bytes_per_s, 0); }
+  double copy(double bytes) const { return loading() ? shm_load(bytes) : step(bytes / m_.shm.bytes_per_s, 0); }
   int per_host() const { return layout_.per_host; }
 
   double barrier() const {
@@ -163,7 +184,7 @@ class Schedule {
     }
     // A power of two sends nothing early (the two readings agree); beyond kEarlyRanks ranks the
     // early reading saves one latency of log2(P) + 2 and costs a second of simulation.
-    if (rem == 0 || p_ > kEarlyRanks || counting_) return lockstep(programs);
+    if (rem == 0 || p_ > kEarlyRanks || mode_ != Mode::kTimed) return lockstep(programs);
     return std::min(critical_path(programs, layout_, m_), lockstep(programs));
   }
   static constexpr int kEarlyRanks = 4096;
@@ -191,9 +212,10 @@ class Schedule {
   // step the link's latency predicted 40.5). Hosts are alike: one host's ranks are followed,
   // the first one's left neighbour being the previous host's last (the same times as ours).
   double ring(int steps, double bytes) const {
-    if (counting_) return static_cast<double>(steps) * p_;  // no need to follow the ring
+    if (mode_ == Mode::kCounting) return static_cast<double>(steps) * p_;  // no need to follow the ring
     const int l = std::min(layout_.per_host, p_);
     const bool across = layout_.hosts > 1;
+    if (loading()) return load(across ? steps * bytes : 0.0, l > 1 ? steps * bytes : 0.0);  // a host's last rank crosses
     auto wire = [&](int i) {  // local index i sends to i + 1: across hosts when it is the host's last
       const LinkClass& c = (i == l - 1 && across) ? m_.net : m_.host;
       return std::pair<double, double>{bytes / c.bytes_per_s, c.latency_s};
@@ -257,6 +279,7 @@ class Schedule {
       const LinkClass& c = host(r) == host(r + 1) ? m_.host : m_.net;
       wait += c.latency_s + (r + 2 < p_ ? granule / c.bytes_per_s : 0.0);
     }
+    if (loading()) return flows(fs, 0);
     return step(flows(fs, 0) + wait, p_ - 1);
   }
 
@@ -282,7 +305,7 @@ class Schedule {
   }
 
   // The same model on one rank per host (the leaders' or representatives' phase).
-  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_, counting_); }
+  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_, mode_, load_); }
   const NetModel& model() const { return m_; }
 
   // A hierarchical algorithm in k chunks, each chunk's local phases before and after its phase
@@ -290,17 +313,37 @@ class Schedule {
   // chunk k+1 and k-1 run beside chunk k's phase among hosts; every chunk pays that phase's
   // latencies. Counted, every chunk's messages.
   double pipelined(double before, double net, double after, int k) const {
-    if (counting_) return k * (before + net + after);
+    if (mode_ != Mode::kTimed) return k * (before + net + after);
     return before + after + k * net + (k - 1) * std::max(0.0, before + after - net);
   }
 
  private:
-  Schedule(const Layout& layout, const NetModel& m, bool counting)
-      : layout_(layout), m_(m), p_(layout.ranks()), counting_(counting) {}
+  enum class Mode { kTimed, kCounting, kLoad };
+  Schedule(const Layout& layout, const NetModel& m, Mode mode, Resource r = {Resource::kOut, 0})
+      : layout_(layout), m_(m), p_(layout.ranks()), mode_(mode), load_(r) {}
+  // Shared-memory copies of `bytes` by each rank of every host: the local resource's.
+  double shm_load(double bytes) const { return load_.kind == Resource::kLocal ? bytes / m_.shm.bytes_per_s : 0.0; }
+  // What flows that run at once keep load_ busy: the bytes through its host's interface, or the
+  // most one rank of its host copies (each end of a local flow copies; half each, as flows()).
+  double load_of(const std::vector<Flow>& fs) const {
+    double net = 0;
+    std::vector<double> local(static_cast<size_t>(layout_.per_host));
+    for (const Flow& f : fs) {
+      const int hs = host(f.src), hd = host(f.dst);
+      if (hs == hd && hs == load_.host) {
+        local[static_cast<size_t>(f.src % layout_.per_host)] += f.bytes;
+        local[static_cast<size_t>(f.dst % layout_.per_host)] += f.bytes;
+      } else if (hs != hd) {
+        net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? f.bytes : 0;
+      }
+    }
+    return load(net, local.empty() ? 0.0 : *std::max_element(local.begin(), local.end()) / 2);
+  }
   Layout layout_;
   const NetModel& m_;
   int p_;
-  bool counting_ = false;
+  Mode mode_ = Mode::kTimed;
+  Resource load_;
 };
 
 }  // namespace spmd::algo::schedule

@@ -19,6 +19,7 @@ namespace spmd::algo {
 
 namespace {
 
+using schedule::Resource;
 using schedule::Schedule;
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s);
@@ -259,6 +260,28 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
   // hiding under the previous call's transfers).
   const double messages = *predict(c, algorithm, static_cast<double>(bytes), bytes, s.counting());
   return std::max(*seconds, messages * cores.per_message_s / cores.count);
+}
+
+std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                           const NetModel& model) {
+  const std::optional<double> single = predict_seconds(c, algorithm, bytes, layout, model);
+  if (!single || bytes > kLoopOverlapBytes || layout.ranks() == 1) return single;
+  // Its latencies and messages alone: every rate without limit.
+  NetModel unlimited = model;
+  for (LinkClass* link : {&unlimited.net, &unlimited.host, &unlimited.shm}) link->bytes_per_s = 1e30;
+  double busiest = *predict_seconds(c, algorithm, bytes, layout, unlimited);
+  // What the busiest resource carries per call. Hosts differ only where the algorithm has a
+  // root (host 0) or folds ranks that do not fit a power of two (the first hosts), or at the
+  // ends of a ring: beyond kEveryHost hosts the first three and the last stand for the rest.
+  const Schedule s(layout, model);
+  constexpr int kEveryHost = 64;
+  std::vector<int> hosts;
+  for (int h = 0; h < layout.hosts; ++h)
+    if (layout.hosts <= kEveryHost || h < 3 || h == layout.hosts - 1) hosts.push_back(h);
+  for (int h : hosts)
+    for (Resource::Kind kind : {Resource::kOut, Resource::kIn, Resource::kLocal})
+      busiest = std::max(busiest, *predict(c, algorithm, static_cast<double>(bytes), bytes, s.loading({kind, h})));
+  return std::min(*single, busiest);
 }
 
 }  // namespace spmd::algo

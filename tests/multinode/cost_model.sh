@@ -194,12 +194,13 @@ shared_cores() {
 
 # predictions NODES NPROC COLL: "algorithm size predicted us" rows from spmd-sim with $net and
 # $cores, and "default size predicted us algorithm" for the algorithm the jobs' model ($net)
-# chooses.
+# chooses. Calls back to back (spmd-sim --loop), as the jobs time them, or single calls with --sync.
 predictions() {
-  local shape=(-c "$3" --nodes "$1" --ranks-per-node "$2" -s "$sizes" --csv)
+  local shape=(-c "$3" --nodes "$1" --ranks-per-node "$2" -s "$sizes" --csv) loop=(--loop)
+  ((${#sync[@]})) && loop=()
   awk -F, 'NR == FNR { if ($6 == 1) chosen[$3] = $4; next }
     FNR > 1 { print $4, $3, "predicted", $5; if ($4 == chosen[$3]) print "default", $3, "predicted", $5, $4 }' \
-    <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" --net "$net,$cores")
+    <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" "${loop[@]}" --net "$net,$cores")
 }
 
 warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters

@@ -12,21 +12,23 @@
 #   model's with the links alone, as the jobs' (cores=... prices the predictions only).
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
+#   --loop: predict calls back to back (spmd-sim --loop), as the grid times them without --sync
 # A hier row was measured with the phase among hosts that the model chose then: where the
 # model now chooses another, that row no longer says what hier would take.
 set -uo pipefail
-usage() { sed -n '8,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 (($# >= 3)) || usage
 bin_dir=$1 table=$2
 shift 2
 [[ -x $bin_dir/spmd-sim ]] || { echo "cost_model_rescore.sh: no spmd-sim in $bin_dir (make build first)"; exit 2; }
 [[ -r $table ]] || { echo "cost_model_rescore.sh: cannot read $table"; exit 2; }
-changes=0 show_rows=0
+changes=0 show_rows=0 loop=()
 declare -A nets
 for a in "$@"; do
   case $a in
     --changes) changes=1 ;;
     --rows) show_rows=1 ;;
+    --loop) loop=(--loop) ;;
     *=*) nets[${a%%=*}]=${a#*=} ;;
     *) usage ;;
   esac
@@ -49,7 +51,7 @@ sims=$(cut -d' ' -f1-3 <<<"$rows" | sort -u | while read -r label layout coll; d
   links=$(sed -E 's/(^|,)cores=[^,]*//' <<<"${nets[$label]}")
   awk -F, -v l="$label" -v y="$layout" -v c="$coll" 'NR == FNR { chosen[$3, $4] = $6; next }
     FNR > 1 { print l, y, c, $4, $3, "SIM", $5, chosen[$3, $4] }' \
-    <("$bin_dir/spmd-sim" "${shape[@]}" --net "$links") <("$bin_dir/spmd-sim" "${shape[@]}" --net "${nets[$label]}")
+    <("$bin_dir/spmd-sim" "${shape[@]}" --net "$links") <("$bin_dir/spmd-sim" "${shape[@]}" "${loop[@]}" --net "${nets[$label]}")
 done)
 
 awk -v changes="$changes" -v show_rows="$show_rows" '

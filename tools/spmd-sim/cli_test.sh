@@ -21,4 +21,16 @@ grep -qE '^ +16777216 +hier ' <<<"$out" || fail "3 x 2 over 1 Gbit/s, 16 MiB: ex
 out=$("$sim" -c all_reduce --nodes 3 --ranks-per-node 2 -s 8 --net net=1Gbit@50us,cores=2@24us --csv)
 awk -F, '$4 == "ring" { found = 1; if ($5 != "720.000") exit 1 } END { exit !found }' <<<"$out" ||
   fail "3 x 2 ring of 8 B on 2 shared cores at 24 us a message: expected 720 us: $out"
+# Calls back to back: every collective at 4,096 nodes, and a 64 KiB chain broadcast on 4 x 2
+# over 100 Mbit/s with 10 us links takes one vector's time through a link (5,242.88 us), where
+# one call waits for the agreement round and the hops too; the choice is one call's.
+for c in all_reduce broadcast reduce all_gather gather scatter reduce_scatter all_to_all barrier; do
+  out=$("$sim" -c "$c" --nodes 4096 -s 64K --net net=100Gbit@5us --loop --csv) || fail "spmd-sim -c $c --loop failed: $out"
+  [[ $(awk -F, '$6 == 1' <<<"$out" | wc -l) == 1 ]] || fail "$c --loop at 4096 nodes: no single choice: $out"
+done
+shape=(-c broadcast --nodes 4 --ranks-per-node 2 -s 64K --net net=100Mbit@10us,host=1000GB@1ns,shm=1000GB@1ns,msg=1ns --csv)
+awk -F, '$4 == "chain" { found = 1; if ($5 != "5242.880") exit 1 } END { exit !found }' <<<"$("$sim" "${shape[@]}" --loop)" ||
+  fail "4 x 2 chain broadcast of 64 KiB back to back: expected 5242.880 us: $("$sim" "${shape[@]}" --loop)"
+awk -F, '$4 == "chain" { found = 1; if ($5 <= 5242.880) exit 1 } END { exit !found }' <<<"$("$sim" "${shape[@]}")" ||
+  fail "4 x 2 chain broadcast of 64 KiB, one call: expected more than one vector's time: $("$sim" "${shape[@]}")"
 echo "spmd-sim cli: 1 passed, 0 failed"

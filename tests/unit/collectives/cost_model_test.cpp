@@ -244,6 +244,32 @@ TEST(CostModel, TreesAndChainsWaitForTheHopsTheyHave) {
   EXPECT_TRUE(predict_seconds(Collective::Broadcast, "hier", 65536, Layout{3, 2}, m).has_value());
 }
 
+TEST(CostModel, CallsBackToBackTakeTheBusiestLinksTime) {
+  NetModel m = bandwidth_only(12.5e6, 1e12);
+  m.net.latency_s = 10e-6;  // 100 Mbit/s, 10 us: a 64 KiB vector's 5.2 ms outweigh the latencies
+  auto loop = [&](Collective c, const char* a, size_t bytes, Layout l) { return *predict_loop_seconds(c, a, bytes, l, m); };
+  auto one = [&](Collective c, const char* a, size_t bytes, Layout l) { return *predict_seconds(c, a, bytes, l, m); };
+  const double vector = 65536 / 12.5e6;  // 64 KiB through one link
+  // Recursive doubling on 3 hosts: the folding rank's link carries the fold and the exchange
+  // in, the exchange and the hand-back out: two vectors a call, not one call's three steps.
+  EXPECT_NEAR(loop(Collective::AllReduce, "recursive_doubling", 65536, {3, 1}), 2 * vector, 1e-9);
+  EXPECT_GT(one(Collective::AllReduce, "recursive_doubling", 65536, {3, 1}), 3 * vector);
+  // A chain broadcast: one vector through every link, whatever the chain's length; the binomial
+  // tree's root sends it twice on 3 hosts; the ring all_gather 2 blocks through each host.
+  EXPECT_NEAR(loop(Collective::Broadcast, "chain", 65536, {4, 2}), vector, 1e-9);
+  EXPECT_NEAR(loop(Collective::Broadcast, "binomial", 65536, {3, 1}), 2 * vector, 1e-9);
+  EXPECT_NEAR(loop(Collective::AllGather, "ring", 65536, {3, 1}), 2 * vector, 1e-9);
+  // Where latencies outweigh the bytes, a call still waits for them (its latencies alone).
+  EXPECT_NEAR(loop(Collective::AllGather, "ring", 8, {3, 1}), 20e-6, 1e-8);
+  // Above kLoopOverlapBytes a call waits for its messages: one call's price.
+  EXPECT_DOUBLE_EQ(loop(Collective::AllReduce, "recursive_doubling", 1 << 20, {3, 1}),
+                   one(Collective::AllReduce, "recursive_doubling", 1 << 20, {3, 1}));
+  // Never above one call's price, at any shape (hier's local phases included).
+  for (const char* a : {"ring", "recursive_doubling", "halving_doubling", "direct", "hier"})
+    for (Layout l : {Layout{3, 2}, Layout{4, 2}, Layout{5, 3}, Layout{100, 8}})
+      EXPECT_LE(loop(Collective::AllReduce, a, 65536, l), one(Collective::AllReduce, a, 65536, l) * (1 + 1e-12)) << a;
+}
+
 TEST(CostModel, BruckPaysLog2PLatencies) {
   NetModel m = bandwidth_only(1e9, 1e12);
   m.net.latency_s = 1e-3;
