@@ -13,31 +13,40 @@
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
 #   --loop: predict calls back to back (spmd-sim --loop), as the grid times them without --sync
+#   --section TEXT: only the table under the first heading that holds TEXT (up to the next
+#   heading), e.g. --section "1 Gbit/s, pinned (2026-11-30 11:40)" in docs/cost_model_grid.md
 # A hier row was measured with the phase among hosts that the model chose then: where the
 # model now chooses another, that row no longer says what hier would take.
 set -uo pipefail
-usage() { sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '8,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 (($# >= 3)) || usage
 bin_dir=$1 table=$2
 shift 2
 [[ -x $bin_dir/spmd-sim ]] || { echo "cost_model_rescore.sh: no spmd-sim in $bin_dir (make build first)"; exit 2; }
 [[ -r $table ]] || { echo "cost_model_rescore.sh: cannot read $table"; exit 2; }
-changes=0 show_rows=0 loop=()
+changes=0 show_rows=0 loop=() section=""
 declare -A nets
-for a in "$@"; do
-  case $a in
+while (($#)); do
+  case $1 in
     --changes) changes=1 ;;
     --rows) show_rows=1 ;;
     --loop) loop=(--loop) ;;
-    *=*) nets[${a%%=*}]=${a#*=} ;;
+    --section) (($# >= 2)) || usage; section=$2; shift ;;
+    *=*) nets[${1%%=*}]=${1#*=} ;;
     *) usage ;;
   esac
+  shift
 done
+text=$(cat "$table")
+if [[ -n $section ]]; then
+  text=$(awk -v s="$section" '/^#/ { if (inside) exit; if (index($0, s)) inside = 1; next } inside' <<<"$text")
+  [[ -n $text ]] || { echo "cost_model_rescore.sh: no heading with '$section' in $table"; exit 2; }
+fi
 
 # "label layout coll algo size us" for every forced row (not default or measured)
 rows=$(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { for (i = 2; i <= 9; ++i) gsub(/^ +| +$/, "", $i)
   if ($5 !~ /^(default|measured)/) print $2, $3, $4, $5, $6, $7
-  else if ($5 ~ /^default/) { c = $5; sub(/^default \(/, "", c); sub(/\)$/, "", c); sub(/ -> .*/, "", c); print $2, $3, $4, "TABLE_CHOICE", $6, c } }' "$table")
+  else if ($5 ~ /^default/) { c = $5; sub(/^default \(/, "", c); sub(/\)$/, "", c); sub(/ -> .*/, "", c); print $2, $3, $4, "TABLE_CHOICE", $6, c } }' <<<"$text")
 [[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows in $table"; exit 2; }
 # Only the labels given are judged (docs/cost_model_grid.md holds several runs, one label each).
 rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 1; i <= n; ++i) keep[l[i]] = 1 } $1 in keep' <<<"$rows")
