@@ -81,19 +81,24 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
                                       const NetModel& model);
 
 // Predicted seconds per call where calls of `algorithm` run back to back, as a training loop
-// (and spmd-bench without --sync) runs them: up to kLoopOverlapBytes, what a sender hands its
-// socket without waiting for the receiver, a call's latencies overlap the transfers of the
-// calls around it, and a call takes what its busiest link or its ranks' copies carry, or its
-// latencies and messages alone, whichever is more; larger calls wait for their messages, and
-// take what one call does (predict_seconds). Over 1 Gbit/s (the grid of 2026-11-30, nodes
-// pinned) 64 KiB calls took the busiest link's time within 4 %: 3 x 1 recursive doubling 1.08
-// ms, two vectors through the folding rank's link, where one call was priced 1.72; a chain
-// broadcast 0.54 ms, one vector, on 3 x 1 to 4 x 2 alike. At 1 MiB, 30.5 ms, one call's
-// price 26.3, where the link's bound is 17.5.
+// (and spmd-bench without --sync) runs them, on links like the emulated cluster's: up to
+// kLoopOverlapBytes (`bytes` as predict_seconds takes them) a call takes what its busiest link
+// or its ranks' copies carry, or its latencies and messages alone, whichever is more; larger
+// calls take what one call does (predict_seconds). Never more than one call's price.
+// Calls that pipeline into the next one (a chain or tree broadcast from its root, a ring) do
+// so on any link. Steps that wait on each other do so only where a link idle in one step can
+// catch up later: the emulated links' token bucket (tests/multinode/cluster.sh) lets a 64 KiB
+// segment out at memory speed after a pause, so their rate holds over a loop, not over each
+// step; a cable cannot. Over 1 Gbit/s (the grid of 2026-11-30, nodes pinned) 64 KiB calls
+// took the busiest link's time within 4 %: a chain broadcast 0.54 ms, one vector, on 3 x 1 to
+// 4 x 2 alike (one call priced 0.79-1.23); recursive doubling on 3 x 1 1.08 ms, two vectors
+// through the folding rank's link, where its three steps wait on each other (priced 1.72). At
+// 1 MiB, far beyond the bucket, the same took 30.5 ms, one call's price 26.3, where the link's
+// bound is 17.5.
 std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                            const NetModel& model);
-// What a sender hands its socket at once, without its receiver reading: Linux's default TCP
-// receive window (net.ipv4.tcp_rmem, 128 KiB).
+// Where calls stop overlapping: 64 KiB calls overlapped in every grid, 1 MiB ones did not (the
+// emulated links' bucket holds 256 KB).
 constexpr size_t kLoopOverlapBytes = 128 << 10;
 
 // The flat algorithm a hierarchical one runs among hosts (one rank each) for `bytes`: the
