@@ -133,7 +133,7 @@ class Schedule {
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
-    if (loading()) return copy(layout_.per_host < 2 ? bytes / layout_.per_host : bytes);
+    if (loading()) return copy(bytes);  // one rank per host copies its own: the same bytes
     return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), p_);
   }
   double copy(double bytes) const { return loading() ? shm_load(bytes) : step(bytes / m_.shm.bytes_per_s, 0); }

@@ -50,7 +50,7 @@ rows=$(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { for (i = 2; i <= 9; ++i) gsub(/^ +| +
 [[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows in $table"; exit 2; }
 # Only the labels given are judged (docs/cost_model_grid.md holds several runs, one label each).
 rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 1; i <= n; ++i) keep[l[i]] = 1 } $1 in keep' <<<"$rows")
-[[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows of ${!nets[*]} in $table (its labels: $(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { gsub(/ /, "", $2); print $2 }' "$table" | sort -u | paste -sd' '))"; exit 2; }
+[[ -n $rows ]] || { echo "cost_model_rescore.sh: no rows of ${!nets[*]} in $table (its labels: $(awk -F'|' 'NF > 8 && $6 ~ /[0-9]/ { gsub(/ /, "", $2); print $2 }' <<<"$text" | sort -u | paste -sd' '))"; exit 2; }
 
 # spmd-sim's rows for every (label, layout, collective) of the table: "label layout coll algo size SIM us chosen"
 # (the prediction with the cores given, the choice without them)

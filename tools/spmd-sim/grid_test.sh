@@ -10,8 +10,11 @@ set -uo pipefail
 bin=$1 src=$2
 fail() { echo "FAIL: $*"; exit 1; }
 net=net=120MB@26us,host=1203MB@19us,shm=8885MB@10us,msg=10us,cores=2@11us
-out=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" \
-  --section "1 Gbit/s, pinned (2026-11-30 11:40)" "1gbit+pin=$net" --loop) || fail "cost_model_rescore.sh failed: $out"
+rescore() {
+  bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" \
+    --section "1 Gbit/s, pinned (2026-11-30 11:40)" "1gbit+pin=$net" "$@"
+}
+out=$(rescore --loop) || fail "cost_model_rescore.sh failed: $out"
 within() { grep "^$1" <<<"$out" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/'; }
 read -r big big_n <<<"$(within "from 1 MiB")"
 read -r small small_n <<<"$(within "below 1 MiB")"
@@ -19,7 +22,6 @@ read -r small small_n <<<"$(within "below 1 MiB")"
 ((big >= 65)) || fail "from 1 MiB only $big of 70 predictions within 25 % (67 when written): $out"
 ((small >= 110)) || fail "below 1 MiB only $small of 140 predictions within 25 % (114 when written): $out"
 # The same calls priced one at a time read worse below 1 MiB: a loop is what the grid times.
-single=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" \
-  --section "1 Gbit/s, pinned (2026-11-30 11:40)" "1gbit+pin=$net" | grep "^below" | sed -E 's/.*within 25%: ([0-9]+) of.*/\1/')
+single=$(rescore | grep "^below" | sed -E 's/.*within 25%: ([0-9]+) of.*/\1/')
 ((single < small)) || fail "single calls ($single of 140 below 1 MiB) read no worse than loops ($small)"
 echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below)"
