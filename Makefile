@@ -33,12 +33,15 @@ demo:
 # Everything: the full suite, the torch 2.x checks in a Debian 13 root, then the
 # store/transport tests under ASan+UBSan and TSan.
 # Ends the ctest part with what it covered: passed, failed, skipped with reasons
-# (scripts/test_summary.py), also when a test failed.
+# (scripts/test_summary.py), also when a test failed; at the end, fails if the tests left
+# anything of spmd's in /tmp (scripts/tmp_leftovers.sh).
 test: build
+	touch $(BUILD)/.test-start
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600 --output-junit ctest-junit.xml; \
 	  status=$$?; python3 scripts/test_summary.py $(BUILD)/ctest-junit.xml || true; exit $$status
 	$(MAKE) torch2
 	$(MAKE) sanitize
+	bash scripts/tmp_leftovers.sh $(BUILD)/.test-start
 
 # torch 2.6 (Debian 13's) in a debootstrap root: pip install ./python into a venv there, then
 # the backend, launcher and store checks with torch 2.x (tests/torch2/run.sh).

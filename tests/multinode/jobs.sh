@@ -28,6 +28,9 @@ mn_setup() {
   WORK=$(mktemp -d)
   chmod 755 "$WORK"  # daemons' children (slurmd's steps, ssh sessions) read from here
   MN_EXTRA_CLEANUP="rm -rf $WORK"
+  # spmdrun's scratch log directories (and anything else the jobs make in TMPDIR) go with WORK:
+  # a node killed with SIGKILL cannot remove its own.
+  export TMPDIR=$WORK
   if ((n > 0)); then cluster_up "$n" || fail "cannot build the cluster"; fi
   return 0
 }

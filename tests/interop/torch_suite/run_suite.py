@@ -62,6 +62,10 @@ def prepare_environment():
     if "TEMP_DIR" not in os.environ:
         os.environ["TEMP_DIR"] = tempfile.mkdtemp(prefix="dist_suite_")
     os.environ.setdefault("INIT_METHOD", "env://")
+    # torch's MultiProcessTestCase makes a file store per test with NamedTemporaryFile(delete=False)
+    # and never removes it: keep those in TEMP_DIR, which the caller removes (also in the children).
+    os.environ["TMPDIR"] = os.environ["TEMP_DIR"]
+    tempfile.tempdir = os.environ["TEMP_DIR"]
     for sub in ("barrier", "test_dir"):
         os.makedirs(os.path.join(os.environ["TEMP_DIR"], sub), exist_ok=True)
 

@@ -24,14 +24,16 @@ using namespace std::chrono_literals;
 using etcd::EtcdStore;
 using etcd::EtcdStoreOptions;
 
-// One etcd for the whole binary (it takes a second or two to start).
+// One etcd for the whole binary (it takes a second or two to start), stopped and its data
+// directory removed when the binary exits.
 spmd::test::EtcdServer& server() {
-  static spmd::test::EtcdServer* s = [] {
-    auto* created = new spmd::test::EtcdServer();
-    if (!created->ready()) ADD_FAILURE() << "etcd did not start: " << created->log();
-    return created;
+  static spmd::test::EtcdServer s;
+  static bool checked = [] {
+    if (!s.ready()) ADD_FAILURE() << "etcd did not start: " << s.log();
+    return true;
   }();
-  return *s;
+  (void)checked;
+  return s;
 }
 
 EtcdStoreOptions options(const std::string& root, const std::string& endpoints = "") {

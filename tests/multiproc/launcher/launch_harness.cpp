@@ -30,8 +30,10 @@ Launch::Launch(const std::vector<std::string>& args, const std::map<std::string,
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   for (char** p = environ; *p; ++p) {
     std::string kv(*p);
-    if (env.count(kv.substr(0, kv.find('='))) == 0) spec.env.push_back(kv);
+    std::string name = kv.substr(0, kv.find('='));
+    if (env.count(name) == 0 && name != "TMPDIR") spec.env.push_back(kv);
   }
+  if (env.count("TMPDIR") == 0) spec.env.push_back("TMPDIR=" + tmp_.path);
   for (const auto& [k, v] : env)
     if (!v.empty()) spec.env.push_back(k + "=" + v);  // "" = unset it
   process_ = ChildProcess::spawn(spec);

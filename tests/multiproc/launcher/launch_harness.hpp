@@ -20,10 +20,20 @@ struct Result {
   std::string out, err;
 };
 
-// A running spmdrun.
+// A fresh directory under /tmp, removed with its contents at the end of the scope.
+struct TempDir {
+  std::string path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// A running spmdrun. Its TMPDIR (where it puts its scratch log directory) is a directory of
+// the Launch's own, removed with it: a test that kills spmdrun with SIGKILL leaves nothing.
 class Launch {
  public:
-  // env: variables to set (an empty value unsets one).
+  // env: variables to set (an empty value unsets one; TMPDIR replaces the Launch's own).
   Launch(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
   // Reads output until `needle` has appeared `count` times in stdout (or the deadline).
   bool wait_for_output(const std::string& needle, int count, std::chrono::milliseconds timeout);
@@ -39,6 +49,7 @@ class Launch {
 
  private:
   bool pump(const Deadline& deadline);  // one poll round; false when both pipes closed
+  TempDir tmp_;  // declared first: removed after the process is gone
   ChildProcess process_;
   Fd out_, err_;
   Result result_;
@@ -76,15 +87,6 @@ int launcher_of(int guard_pid);
 // Waits until something accepts TCP connections on 127.0.0.1:port (a launcher hosting its
 // store); false at the timeout.
 bool wait_listening(int port, std::chrono::milliseconds timeout);
-// A fresh directory under /tmp, removed with its contents at the end of the scope.
-struct TempDir {
-  std::string path;
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 // A unique marker value for processes_with_env.
 std::string unique_marker();
 // A port that was free a moment ago (for the static rendezvous, which needs one up front).
