@@ -6,12 +6,17 @@ TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast torch2 sanitize bench clean
+.PHONY: all deps disk build demo test test-fast torch2 sanitize bench clean
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
+
+# Room for what make test writes (builds, torch 2.6's Debian root, /tmp): a clear stop before
+# the compiler runs out of it.
+disk:
+	bash scripts/disk_space.sh $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -35,7 +40,7 @@ demo:
 # Ends the ctest part with what it covered: passed, failed, skipped with reasons
 # (scripts/test_summary.py), also when a test failed; at the end, fails if the tests left
 # anything of spmd's in /tmp (scripts/tmp_leftovers.sh).
-test: build
+test: disk build
 	touch $(BUILD)/.test-start
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600 --output-junit ctest-junit.xml; \
 	  status=$$?; python3 scripts/test_summary.py $(BUILD)/ctest-junit.xml || true; exit $$status
