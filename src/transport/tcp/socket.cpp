@@ -12,6 +12,8 @@
 #include <sys/un.h>
 
 #include <cstring>
+#include <fstream>
+#include <optional>
 
 #include "common/env.hpp"
 #include "common/log.hpp"
@@ -21,8 +23,42 @@
 
 namespace spmd::tcp {
 
+namespace {
+
+std::string first_line_of(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line.empty() ? std::string("(unknown)") : line;
+}
+
+// SPMD_SOCKET_CONGESTION: the congestion control of spmd's TCP connections (both ends set it
+// for what they send). Unset: the kernel's default (net.ipv4.tcp_congestion_control). Read
+// for every socket, so that tests may change it.
+void set_congestion_control(int fd) {
+  std::optional<std::string> name = env::get("SPMD_SOCKET_CONGESTION");
+  if (!name || name->empty()) return;
+  int domain = 0;
+  socklen_t len = sizeof domain;
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || (domain != AF_INET && domain != AF_INET6))
+    return;  // a local (Unix) socket: no congestion control
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name->data(), static_cast<socklen_t>(name->size())) == 0) return;
+  int e = errno;
+  raise(ErrorKind::InvalidArgument,
+        "SPMD_SOCKET_CONGESTION=" + *name + ": the kernel refused it for spmd's TCP connections (" +
+            std::strerror(e) + "); this host has: " +
+            first_line_of("/proc/sys/net/ipv4/tcp_available_congestion_control") +
+            "; processes without CAP_NET_ADMIN may choose: " +
+            first_line_of("/proc/sys/net/ipv4/tcp_allowed_congestion_control") +
+            " (load another with modprobe tcp_<name>, allow it in net.ipv4.tcp_allowed_congestion_control, "
+            "or unset SPMD_SOCKET_CONGESTION for the kernel's default)");
+}
+
+}  // namespace
+
 void tune_connection(int fd) {
   net::set_nodelay(fd);
+  set_congestion_control(fd);
   static const int configured = static_cast<int>(env::get_int("SPMD_SOCKET_BUFFER").value_or(kSocketBufferBytes));
   int bytes = configured;
   if (bytes <= 0) return;  // 0: leave the kernel's autotuning on
