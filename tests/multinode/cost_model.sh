@@ -10,7 +10,7 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--cc NAME] [--out FILE.md]
 #   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
 #     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
 #   --sync: spmd-bench --sync, a barrier before each timed call: one call's time from a common
@@ -18,6 +18,8 @@
 #     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
 #   --pin: every node's processes on one core, node I on core I mod (cores) (cluster.sh's
 #     MN_PIN): each job of a layout finds its ranks where the last one did; rows say rate+pin
+#   --cc: the TCP congestion control of spmd's connections (SPMD_SOCKET_CONGESTION), e.g. cubic,
+#     Linux's default, where the host's default is bbr; rows say rate+NAME
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   -c: collectives (default: the eight below); all_to_allv times uneven splits (spmd-bench's
 #     skew), the flat algorithms forced against the default, without predictions, each size
@@ -41,6 +43,7 @@ while (($#)); do
     -c) collectives=${2//,/ }; shift 2 ;;
     --sync) sync=(--sync); shift ;;
     --pin) export MN_PIN=1; shift ;;
+    --cc) export SPMD_SOCKET_CONGESTION=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "cost_model.sh: unknown argument $1"; exit 2 ;;
   esac
@@ -229,6 +232,7 @@ for rate in ${rates//,/ }; do
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   ((${#sync[@]})) && label+=+sync
   [[ -n ${MN_PIN:-} ]] && label+=+pin
+  [[ -n ${SPMD_SOCKET_CONGESTION:-} ]] && label+=+$SPMD_SOCKET_CONGESTION
   net=$(calibrate) || exit 1
   cores=$(shared_cores "$net") || exit 1
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
