@@ -12,7 +12,7 @@ here=$(pwd)
 need=$((1024 * 1024))  # the compiler's temporaries and the suite's own files
 # MiB each folder takes when made (a fresh clone, 2026-11-30): the build, ASan's, TSan's.
 dirs=("$@")
-sizes_mib=(2700 1200 1200)
+sizes_mib=(2700 1600 700)
 for i in "${!dirs[@]}"; do
   [[ -d ${dirs[i]} ]] || need=$((need + ${sizes_mib[i]:-1200} * 1024))
 done
