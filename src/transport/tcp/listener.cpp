@@ -8,36 +8,30 @@
 
 #include <cstring>
 
+#include "common/net/resolve.hpp"
 #include "spmd/error.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace spmd::tcp {
 
 Listener::Listener(const std::string& host, uint16_t port) : host_(host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0 || !res)
+  // The list is freed however this constructor leaves (tune_connection may raise:
+  // SPMD_SOCKET_CONGESTION).
+  net::AddrInfo ai;
+  if (int rc = net::resolve(host, port, /*passive=*/true, ai); rc != 0)
     raise(ErrorKind::InvalidArgument, "cannot listen on '" + host + "': " + ::gai_strerror(rc));
+  const addrinfo* res = ai.list;
   Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) {
-    ::freeaddrinfo(res);
-    raise_errno("creating the transport's listening socket");
-  }
+  if (!fd) raise_errno("creating the transport's listening socket");
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   // Accepted sockets inherit the buffer sizes; set them before listen for the window scale.
   tune_connection(fd.get());
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
     int e = errno;
-    ::freeaddrinfo(res);
     raise(ErrorKind::System, "binding the transport's listening socket to " + net::endpoint(host, port) + ": " +
                                  std::strerror(e) + " (set SPMD_SOCKET_IFNAME to choose another interface)");
   }
-  ::freeaddrinfo(res);
   if (::listen(fd.get(), 1024) != 0) raise_errno("listen on the transport socket");
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
