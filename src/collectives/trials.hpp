@@ -10,10 +10,10 @@
 // (the bytes' power of two) run each
 // of them in turn: `rounds` rounds that each visit every candidate once, in an order that
 // rotates from round to round (a slow spell of the machine falls on all of them). A visit is
-// three calls, the last timed (eight, the last four timed, for calls priced under kShortCall):
-// a call that follows another algorithm's pays for the switch
-// (3 x 2 ranks, 1 MiB at 1 Gbit/s: hier took 14-18 ms after ring or halving-doubling, 11.7 ms
-// after hier), and the ranks' calls settle back into step over more than one call (3 x 1 over
+// calls of about 30 ms in all, 3 to 24, the last half timed (eight, the last four timed, for
+// calls priced under kShortCall; visit_for): a call that follows another algorithm's pays for
+// the switch, and a candidate's connections widen TCP's window only over its own traffic
+// (below), and the ranks' calls settle back into step over more than one call (3 x 1 over
 // 1 Gbit/s + 200 us, 8 B: recursive doubling's second call of a visit read 0.88-0.95 ms, its
 // third 0.58-0.61, what it takes in a loop, 0.54-0.58; timed at the second, the trials left
 // it for direct, 0.64-0.68 in a loop), and back to back is how a loop runs them. Each rank
@@ -70,7 +70,21 @@ class Trials {
     size_t calls;
     size_t timed;
   };
+  // Visits across hosts last about kVisitSeconds as the model prices the cheapest candidate's
+  // calls, kVisit's 3 calls at least and kMostVisitCalls at most, their last half timed. A
+  // group's first calls run on connections that have carried little: TCP widens a connection's
+  // window only as its traffic fills it, and each candidate sends other messages over other
+  // connections (hier's leaders 4x the bytes of one rank's). 4 x 2 all_to_all of 64 KiB over
+  // 1 Gbit/s + 200 us links (cubic): direct 1.1 ms and hier 0.84 in a loop. The trials at the
+  // job's start read direct 1.22-1.50 ms and hier 1.09-1.40 in visits of 3, 8 and 12 calls (8
+  // jobs: the model's direct kept in 3), but 1.05-1.20 and 0.90-0.94 in visits of 24 (4 jobs).
+  // Visits of 3 calls read 1.22-1.46 and 0.93-1.08 once 1 MiB calls had widened the windows.
+  // Calls of 10 ms and more stay at 3 (1 MiB over 3 x 2 ranks at 1 Gbit/s: hier took 14-18 ms
+  // after ring or halving-doubling, 11.7 ms after hier; the third call of a visit reads what a
+  // loop takes).
   static constexpr Visit kVisit{3, 1};
+  static constexpr double kVisitSeconds = 0.03;
+  static constexpr size_t kMostVisitCalls = 24;
   // Calls the model prices under kShortCall (tens of microseconds where the links have no
   // delay) time the scheduler as much as the links: one timed call read 0.19-0.98 ms in trials
   // for 0.13 in a loop (8 B on 3 x 2 ranks, 2 cores). And the model cannot order them (3 x 1
@@ -82,7 +96,12 @@ class Trials {
   static constexpr double kShortCall = 200e-6;
   static constexpr Visit kShortVisit{8, 4};
   static constexpr Visit visit_for(double cheapest_priced) {
-    return cheapest_priced < kShortCall ? kShortVisit : kVisit;
+    if (cheapest_priced < kShortCall) return kShortVisit;
+    const double wanted = kVisitSeconds / cheapest_priced;  // calls, as the model prices them
+    const size_t calls = wanted >= static_cast<double>(kMostVisitCalls)
+                             ? kMostVisitCalls
+                             : std::max(kVisit.calls, static_cast<size_t>(wanted) + 1);
+    return Visit{calls, std::max(kVisit.timed, calls / 2)};
   }
   // Nor can it tell which of them are near: 3 x 1 reduce_scatter of 12 B, ring priced 26 us and
   // direct 63 (2.4x), took 86 and 63 in loops at 1 Gbit/s, 85 and 64 at 100 Mbit/s (2.5x);
@@ -126,7 +145,7 @@ class Trials {
   // The most calls any size class spends on its trials with `rounds` rounds across hosts (and
   // `one_host_rounds` on one host): spmd-bench's warm-up covers it.
   static constexpr size_t most_calls(int rounds, int one_host_rounds = 0) {
-    return std::max(static_cast<size_t>(rounds) * kMaxCandidates * std::max(kVisit.calls, kShortVisit.calls),
+    return std::max(static_cast<size_t>(rounds) * kMaxCandidates * std::max(kMostVisitCalls, kShortVisit.calls),
                     static_cast<size_t>(one_host_rounds) * kMaxCandidates * kOneHostVisit.calls);
   }
 

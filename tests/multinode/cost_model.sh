@@ -212,6 +212,20 @@ predictions() {
     <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" "${loop[@]}" --net "$net,$cores")
 }
 
+# Untimed calls for rows from 1 MiB at link rate RATE: 3 rounds of 3 candidates' visits, each of
+# about 30 ms as the model prices the calls (3 to 24 calls; trials.hpp, visit_for), with a call
+# of 1 MiB taken as half of it crossing a link (4 ms at 1 Gbit/s: 73; 28 at 100 Mbit/s; 217 on
+# unshaped links).
+warm_calls() {
+  local bps
+  case $1 in
+    *gbit) bps=$((${1%gbit} * 1000000000)) ;;
+    *mbit) bps=$((${1%mbit} * 1000000)) ;;
+    *) bps=0 ;;
+  esac
+  awk -v bps="$bps" 'BEGIN { v = bps > 0 ? int(0.03 / (4194304 / bps)) + 1 : 24; v = v < 3 ? 3 : v > 24 ? 24 : v; print 9 * v + 1 }'
+}
+
 warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters
 for s in ${sizes//,/ }; do
   if (($(numfmt --from=iec "${s%B}") < 1048576)); then small_sizes+=${small_sizes:+,}$s; else large_sizes+=${large_sizes:+,}$s; fi
@@ -250,13 +264,13 @@ for rate in ${rates//,/ }; do
           env_algo=(SPMD_ALGO="${coll%v}=$algo" SPMD_NET="$net")  # all_to_allv: all_to_all's
           [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
-          # Sizes below 1 MiB get 80 untimed calls first: tbf's bucket (256 KiB) lets a short
-          # run's small messages through at memory speed; the steady state is what a job sees;
-          # and the default's trials of calls priced under 0.2 ms take up to 72 (trials.hpp).
+          # Every row alike gets untimed calls first, enough for the default's trials to settle
+          # (trials.hpp: up to 3 rounds of 3 candidates, a visit of about 30 ms as priced, 3 to
+          # 24 calls; warm_calls). Below 1 MiB 217: tbf's bucket (256 KiB) lets a short run's
+          # small messages through at memory speed, and the steady state is what a job sees.
           # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
           # cores, differed up to 2x between two jobs of one algorithm.
-          # Larger ones 28, every row alike: the default's trials (trials.hpp: up to 3 rounds of
-          # 3 candidates, 3 calls each) settle within them, and a forced row timed after one
+          # From 1 MiB, 28 or more: a forced row timed after one
           # call can catch a job before its steady state: pairwise all_to_all of 1 MiB on 3 x 1
           # with 200 us links took 7.1 ms after one warm-up call in one job, 12.0 in the next,
           # and 11.4-12.4 after 19 or 60 (2026-11-28); the default, after 19, read 11.3 against
@@ -268,7 +282,7 @@ for rate in ${rates//,/ }; do
           for sizes in "${parts[@]}"; do
             [[ -n $sizes ]] || continue
             first=${sizes%%,*} && small=$(($(numfmt --from=iec "${first%B}") < 1048576))
-            warm=$( ((small)) && echo 80 || echo 28)
+            warm=$( ((small)) && echo 217 || warm_calls "$rate")
             [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
             iters=$( ((small)) && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||

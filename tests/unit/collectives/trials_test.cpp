@@ -73,7 +73,7 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   ASSERT_GE(candidates.size(), 2u) << "the model should price two all_reduce algorithms near at 64 KiB here";
   const size_t n = candidates.size();
   ASSERT_GE(rank_by_model(Collective::AllReduce, 64 << 10, g)[0].seconds, Trials::kShortCall);
-  const size_t visit = Trials::kVisit.calls;
+  const size_t visit = Trials::visit_for(rank_by_model(Collective::AllReduce, 64 << 10, g)[0].seconds).calls;
   for (size_t round = 0; round < 3; ++round)  // every candidate once per round, the order rotating,
     for (size_t i = 0; i < n; ++i)             // a visit's calls each
       for (size_t j = 0; j < visit; ++j)
@@ -91,6 +91,24 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   EXPECT_EQ(trials.choose(Collective::AllReduce, 70 << 10, g), candidates[1]);
   const Algorithm* other = trials.choose(Collective::AllReduce, 40 << 10, g);
   EXPECT_TRUE(other == nullptr || other == rank_by_model(Collective::AllReduce, 40 << 10, g)[0].algorithm);
+}
+
+// A visit lasts about kVisitSeconds as the model prices its calls, its last half timed: long
+// enough for a candidate's connections to carry what a loop keeps them carrying (TCP widens a
+// window only as traffic fills it), and at least 3 calls, the third reading what a loop takes.
+TEST(Trials, VisitsLastAboutThirtyMillisecondsAsPriced) {
+  auto visit = [](double priced) {
+    const Trials::Visit v = Trials::visit_for(priced);
+    return std::to_string(v.calls) + "/" + std::to_string(v.timed);
+  };
+  EXPECT_EQ(visit(100e-6), "8/4");    // under kShortCall: the short calls' visits
+  EXPECT_EQ(visit(200e-6), "24/12");  // 150 calls wanted, kMostVisitCalls
+  EXPECT_EQ(visit(1.18e-3), "24/12");  // 4 x 2 all_to_all of 64 KiB over 1 Gbit/s + 200 us
+  EXPECT_EQ(visit(1.5e-3), "21/10");
+  EXPECT_EQ(visit(5.87e-3), "6/3");    // 3 x 1 all_gather of 1 MiB over 1 Gbit/s
+  EXPECT_EQ(visit(13.5e-3), "3/1");    // 4 x 2 all_to_all of 1 MiB
+  EXPECT_EQ(visit(0.4), "3/1");
+  EXPECT_EQ(Trials::most_calls(3), 3 * Trials::kMaxCandidates * Trials::kMostVisitCalls);
 }
 
 // Calls priced under kShortCall (8 B here: tens of microseconds) are tried too, in longer
