@@ -212,18 +212,19 @@ predictions() {
     <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" "${loop[@]}" --net "$net,$cores")
 }
 
-# Untimed calls for rows from 1 MiB at link rate RATE: 3 rounds of 3 candidates' visits, each of
-# about 30 ms as the model prices the calls (3 to 24 calls; trials.hpp, visit_for), with a call
-# of 1 MiB taken as half of it crossing a link (4 ms at 1 Gbit/s: 73; 28 at 100 Mbit/s; 217 on
-# unshaped links).
+# warm_calls RATE BYTES: untimed calls for rows of BYTES (from 1 MiB) at link rate RATE: 3 rounds
+# of 3 candidates' visits, each of about 30 ms as the model prices the calls (3 to 24 calls;
+# trials.hpp, visit_for), with half of a call's bytes taken to cross a link (1 MiB at 1 Gbit/s,
+# 4 ms: 73; 16 MiB there, or 1 MiB at 100 Mbit/s: 28; unshaped links 217 and 163).
 warm_calls() {
   local bps
   case $1 in
     *gbit) bps=$((${1%gbit} * 1000000000)) ;;
     *mbit) bps=$((${1%mbit} * 1000000)) ;;
-    *) bps=0 ;;
+    *) bps=40000000000 ;;  # unshaped: copies by the cores, 4.3 GB/s at most in a calibration
   esac
-  awk -v bps="$bps" 'BEGIN { v = bps > 0 ? int(0.03 / (4194304 / bps)) + 1 : 24; v = v < 3 ? 3 : v > 24 ? 24 : v; print 9 * v + 1 }'
+  awk -v bps="$bps" -v bytes="$2" 'BEGIN { v = int(0.03 / (bytes * 4 / bps)) + 1
+    v = v < 3 ? 3 : v > 24 ? 24 : v; print 9 * v + 1 }'
 }
 
 warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters
@@ -277,12 +278,12 @@ for rate in ${rates//,/ }; do
           # the forced row's 6.6.
           # Uneven calls are one class whatever their size, tried again once what they move
           # changes 4x (trials.hpp): each size its own job, so each row times its own choice.
-          parts=("$small_sizes" "$large_sizes")
+          parts=("$small_sizes" ${large_sizes//,/ })  # each large size a job: its own warm-up
           [[ $coll == all_to_allv ]] && parts=(${all_sizes//,/ })
           for sizes in "${parts[@]}"; do
             [[ -n $sizes ]] || continue
             first=${sizes%%,*} && small=$(($(numfmt --from=iec "${first%B}") < 1048576))
-            warm=$( ((small)) && echo 217 || warm_calls "$rate")
+            warm=$( ((small)) && echo 217 || warm_calls "$rate" "$(numfmt --from=iec "${first%B}")")
             [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
             iters=$( ((small)) && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
