@@ -76,8 +76,9 @@ class Trials {
   // window only as its traffic fills it, and each candidate sends other messages over other
   // connections (hier's leaders 4x the bytes of one rank's). 4 x 2 all_to_all of 64 KiB over
   // 1 Gbit/s + 200 us links (cubic): direct 1.1 ms and hier 0.84 in a loop. The trials at the
-  // job's start read direct 1.22-1.50 ms and hier 1.09-1.40 in visits of 3, 8 and 12 calls (8
-  // jobs: the model's direct kept in 3), but 1.05-1.20 and 0.90-0.94 in visits of 24 (4 jobs).
+  // job's start read direct 1.11-1.50 ms and hier 1.09-1.40 in visits of 3, 8 and 12 calls (7
+  // jobs; the model's direct kept in 4 of 10 with the grid's 3), but 1.05-1.20 and 0.90-0.94 in
+  // visits of 24 (4 jobs).
   // Visits of 3 calls read 1.22-1.46 and 0.93-1.08 once 1 MiB calls had widened the windows.
   // Calls of 10 ms and more stay at 3 (1 MiB over 3 x 2 ranks at 1 Gbit/s: hier took 14-18 ms
   // after ring or halving-doubling, 11.7 ms after hier; the third call of a visit reads what a
