@@ -127,14 +127,22 @@ class Schedule {
     if (layout_.per_host < 2) return 0;
     const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
     if (loading()) return shm_load(copies * bytes);
-    return step(m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s, p_);  // a message: each rank's arrival
+    return step(m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s, kShmMessages);
   }
+  // What a shared-memory phase's arrivals count in the shared cores' roofline (counting()):
+  // nothing. Each is a store into a slot and the leader's load, no system call, unlike the
+  // kernel's messages whose cost the roofline's per-message time was measured from (an 8-byte
+  // TCP ring). Counted as messages, hier's 8-32 B calls on 4 x 2 over 1 Gbit/s were priced
+  // 132-154 us against 54-86 measured in loops; counted as nothing (or as a quarter of one),
+  // the sixteen pinned grids' forced rows below 1 MiB (docs/cost_model_grid.md, judged again
+  // with cost_model_rescore.sh --loop) read 1,627 of 2,240 within 25 %, not 1,564.
+  static constexpr double kShmMessages = 0;
 
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
     if (loading()) return copy(bytes);  // one rank per host copies its own: the same bytes
-    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), p_);
+    return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), kShmMessages);
   }
   double copy(double bytes) const { return loading() ? shm_load(bytes) : step(bytes / m_.shm.bytes_per_s, 0); }
   int per_host() const { return layout_.per_host; }

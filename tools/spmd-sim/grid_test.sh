@@ -4,7 +4,8 @@
 # is now, calls back to back (--loop, as the grid timed them) and the shared cores' time from
 # the grid's own 8-byte ring (610 us on 4 x 2: 11 us a message over 2 cores). No job runs.
 # A change to the schedules that predicts those measured calls worse fails here:
-# 67 of 70 rows from 1 MiB, and 114 of 140 below (70 of 70 at 64 KiB), when it was written.
+# 67 of 70 rows from 1 MiB, and 114 of 140 below (70 of 70 at 64 KiB), when it was written;
+# 121 below once shared-memory arrivals no longer counted as messages in the cores' roofline.
 # grid_test.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -20,7 +21,7 @@ read -r big big_n <<<"$(within "from 1 MiB")"
 read -r small small_n <<<"$(within "below 1 MiB")"
 [[ $big_n == 70 && $small_n == 140 ]] || fail "expected 70 rows from 1 MiB and 140 below: $out"
 ((big >= 65)) || fail "from 1 MiB only $big of 70 predictions within 25 % (67 when written): $out"
-((small >= 110)) || fail "below 1 MiB only $small of 140 predictions within 25 % (114 when written): $out"
+((small >= 117)) || fail "below 1 MiB only $small of 140 predictions within 25 % (121 with cost_schedule.hpp's kShmMessages): $out"
 # The same calls priced one at a time read worse below 1 MiB: a loop is what the grid times.
 single=$(rescore | grep "^below" | sed -E 's/.*within 25%: ([0-9]+) of.*/\1/')
 ((single < small)) || fail "single calls ($single of 140 below 1 MiB) read no worse than loops ($small)"
