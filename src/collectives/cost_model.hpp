@@ -94,7 +94,11 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 // 4 x 2 alike (one call priced 0.79-1.23); recursive doubling on 3 x 1 1.08 ms, two vectors
 // through the folding rank's link, where its three steps wait on each other (priced 1.72). At
 // 1 MiB, far beyond the bucket, the same took 30.5 ms, one call's price 26.3, where the link's
-// bound is 17.5.
+// bound is 17.5. A call's latencies alone are one call's, but for the rooted collectives (flat
+// broadcast, reduce, gather, scatter, and hier's phase among hosts for them): every rank's
+// program followed over calls back to back (cost_programs.hpp, loop_period), where the next
+// call's agreement round runs beside this call's last messages: 2 latencies a call on 3 ranks,
+// not 3 or 4 (over 2 ms links, 4.2 ms measured, one call priced 6.2-8.3).
 std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                            const NetModel& model);
 // Where calls stop overlapping: 64 KiB calls overlapped in every grid, 1 MiB ones did not (the

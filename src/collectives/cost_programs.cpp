@@ -26,8 +26,8 @@ struct Ready {  // a message whose sender has reached its step
 
 class Run {
  public:
-  Run(const std::vector<std::vector<ProgramStep>>& programs, const Layout& layout, const NetModel& m)
-      : programs_(programs), layout_(layout), m_(m), p_(static_cast<int>(programs.size())),
+  Run(const std::vector<std::vector<ProgramStep>>& programs, const Layout& layout, const NetModel& m, double cpu)
+      : programs_(programs), layout_(layout), m_(m), cpu_(cpu), p_(static_cast<int>(programs.size())),
         free_(2 * static_cast<size_t>(layout.hosts) + 2 * programs.size()), load_(free_.size()), step_(programs.size()),
         step_end_(programs.size()), unsent_(programs.size()) {}
 
@@ -70,7 +70,10 @@ class Run {
     if (step_[idx(r)] >= programs_[idx(r)].size()) return;
     const ProgramStep& s = programs_[idx(r)][step_[idx(r)]];
     unsent_[idx(r)] = s.sends.size();
-    for (const ProgramStep::Send& out : s.sends) queue_.push(Ready{at, r, out.to, out.bytes, order_++});
+    for (const ProgramStep::Send& out : s.sends) {  // each send costs the rank cpu_ first
+      at += cpu_;
+      queue_.push(Ready{at, r, out.to, out.bytes, order_++});
+    }
   }
 
   // Each message goes through its sender's outgoing link and its receiver's incoming one, once
@@ -102,7 +105,8 @@ class Run {
       load_[l.out] = load_[l.in] = 0;
       free_[l.out] = std::max(free_[l.out], ends_[i]);
       free_[l.in] = std::max(free_[l.in], ends_[i]);
-      mailbox_[pair(batch_[i].from, batch_[i].to)].arrived.push_back(ends_[i] + l.c->latency_s);
+      // What the link's latency holds beyond the two ends' cpu_ is the wire's.
+      mailbox_[pair(batch_[i].from, batch_[i].to)].arrived.push_back(ends_[i] + std::max(0.0, l.c->latency_s - 2 * cpu_));
       step_end_[idx(batch_[i].from)] = std::max(step_end_[idx(batch_[i].from)], ends_[i]);
       --unsent_[idx(batch_[i].from)];
     }
@@ -123,10 +127,13 @@ class Run {
         if (it == mailbox_.end() || it->second.arrived.size() - it->second.taken < needed) return;
       }
       double end = step_end_[idx(r)];
+      arrivals_.clear();
       for (int from : s.receives_from) {
         Box& box = mailbox_[pair(from, r)];
-        end = std::max(end, box.arrived[box.taken++]);
+        arrivals_.push_back(box.arrived[box.taken++]);
       }
+      std::sort(arrivals_.begin(), arrivals_.end());
+      for (double arrived : arrivals_) end = std::max(end, arrived) + cpu_;  // each receive costs the rank cpu_
       ++step_[idx(r)];
       enter_step(r, end);
     }
@@ -135,7 +142,9 @@ class Run {
   const std::vector<std::vector<ProgramStep>>& programs_;
   const Layout& layout_;
   const NetModel& m_;
+  double cpu_;  // a rank's time per message it sends or receives, 0: latencies alone
   int p_;
+  std::vector<double> arrivals_;
   // Links: each host's interface out, then in; each rank's local copies out, then in.
   std::vector<double> free_, load_;  // when each is free; this instant's seconds on it
   std::vector<Ready> batch_;
@@ -154,8 +163,79 @@ class Run {
 
 }  // namespace
 
-double critical_path(const std::vector<std::vector<ProgramStep>>& programs, const Layout& layout, const NetModel& m) {
-  return Run(programs, layout, m)();
+double critical_path(const Programs& programs, const Layout& layout, const NetModel& m, double cpu_per_message) {
+  return Run(programs, layout, m, cpu_per_message)();
 }
+
+double loop_period(const Programs& one_call, const Layout& layout, const NetModel& m) {
+  // The time from the 4th call's end to the 12th's, over 8: the first calls start together,
+  // which a loop's do not; by the 4th the ranks have drifted into the loop's pattern.
+  constexpr int kFirst = 4, kLast = 12;
+  auto calls = [&](int n) {
+    Programs p(one_call.size());
+    for (size_t r = 0; r < p.size(); ++r)
+      for (int i = 0; i < n; ++i) p[r].insert(p[r].end(), one_call[r].begin(), one_call[r].end());
+    return critical_path(p, layout, m, m.per_message_s);
+  };
+  return (calls(kLast) - calls(kFirst)) / (kLast - kFirst);
+}
+
+namespace program {
+
+namespace {
+int size(const Programs& p) { return static_cast<int>(p.size()); }
+std::vector<ProgramStep>& rank(Programs& p, int r) { return p[static_cast<size_t>(r)]; }
+}  // namespace
+
+void dissemination_barrier(Programs& p) {
+  const int n = size(p);
+  for (int k = 1; k < n; k <<= 1)
+    for (int r = 0; r < n; ++r) rank(p, r).push_back({{{(r + k) % n, 0.0}}, {(r - k + n) % n}});
+}
+
+// Rank v's parent is v less its lowest set bit. A broadcast's rank receives, then forwards to
+// its children; a reduce's receives from each child in turn (lowest bit first), then sends.
+void binomial(Programs& p, double bytes, bool to_root) {
+  const int n = size(p);
+  for (int v = 0; v < n; ++v) {
+    int mask = 1;
+    while (mask < n && !(v & mask)) {
+      if (to_root && v + mask < n) rank(p, v).push_back({{}, {v + mask}});
+      mask <<= 1;
+    }
+    if (to_root) {
+      if (v) rank(p, v).push_back({{{v - mask, bytes}}, {}});
+      continue;
+    }
+    if (v) rank(p, v).push_back({{}, {v - mask}});
+    ProgramStep forward;
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (v + mask < n) forward.sends.push_back({v + mask, bytes});
+    if (!forward.sends.empty()) rank(p, v).push_back(forward);
+  }
+}
+
+void star(Programs& p, double bytes, bool to_root) {
+  ProgramStep root;
+  for (int r = 1; r < size(p); ++r) {
+    if (to_root) {
+      rank(p, r).push_back({{{0, bytes}}, {}});
+      root.receives_from.push_back(r);
+    } else {
+      rank(p, r).push_back({{}, {0}});
+      root.sends.push_back({r, bytes});
+    }
+  }
+  rank(p, 0).push_back(root);
+}
+
+void chain(Programs& p, double bytes) {
+  for (int r = 0; r < size(p); ++r) {
+    if (r) rank(p, r).push_back({{}, {r - 1}});
+    if (r + 1 < size(p)) rank(p, r).push_back({{{r + 1, bytes}}, {}});
+  }
+}
+
+}  // namespace program
 
 }  // namespace spmd::algo

@@ -211,6 +211,17 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
   return std::nullopt;
 }
 
+// Where every rank shares a few cores, the call takes at least their time for its messages
+// (a roofline: the schedule's latencies and the cores' work are not added, as a loop of calls
+// overlaps them; priced step by step, 64 KiB calls read too high, their agreement rounds' work
+// hiding under the previous call's transfers). 0 where each rank has a core of its own.
+double shared_cores_floor(Collective c, std::string_view a, size_t bytes, const Schedule& s) {
+  const NetModel::SharedCores& cores = s.model().shared_cores;
+  if (cores.count == 0) return 0;
+  const double messages = *predict(c, a, static_cast<double>(bytes), bytes, s.counting());
+  return messages * cores.per_message_s / cores.count;
+}
+
 }  // namespace
 
 std::string_view cheapest_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model) {
@@ -252,24 +263,68 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
   if (layout.per_host == 1 && algorithm == "hier") return std::nullopt;
   const Schedule s(layout, model);
   const std::optional<double> seconds = predict(c, algorithm, static_cast<double>(bytes), bytes, s);
-  const NetModel::SharedCores& cores = model.shared_cores;
-  if (!seconds || cores.count == 0) return seconds;
-  // Where every rank shares a few cores, the call takes at least their time for its messages
-  // (a roofline: the schedule's latencies and the cores' work are not added, as a loop of calls
-  // overlaps them; priced step by step, 64 KiB calls read too high, their agreement rounds' work
-  // hiding under the previous call's transfers).
-  const double messages = *predict(c, algorithm, static_cast<double>(bytes), bytes, s.counting());
-  return std::max(*seconds, messages * cores.per_message_s / cores.count);
+  if (!seconds) return seconds;
+  return std::max(*seconds, shared_cores_floor(c, algorithm, bytes, s));
 }
+
+namespace {
+
+// Beyond it, spmd-sim's loops keep one call's latencies: 12 calls of a flat gather's programs on
+// 4,096 ranks took 19 s to follow (the root's step receives from every rank), on 1,024 ~1 s.
+constexpr int kLoopProgramRanks = 1024;
+
+// One call of a flat rooted algorithm as every rank's program (the agreement round, then the
+// data; cost_programs.hpp), for the loop's latencies; nullopt for the others, which keep one
+// call's latencies.
+std::optional<Programs> rooted_call(Collective c, std::string_view a, double bytes, int ranks) {
+  const bool broadcast = c == Collective::Broadcast || c == Collective::Scatter;
+  const bool known = (c == Collective::Broadcast && (a == "binomial" || a == "flat" || a == "chain")) ||
+                     (c == Collective::Reduce && (a == "binomial" || a == "linear")) ||
+                     ((c == Collective::Gather || c == Collective::Scatter) && a == "linear");
+  if (!known || ranks > kLoopProgramRanks) return std::nullopt;
+  Programs p(static_cast<size_t>(ranks));
+  program::dissemination_barrier(p);
+  if (a == "binomial") program::binomial(p, bytes, !broadcast);
+  else if (a == "chain") program::chain(p, bytes);
+  else program::star(p, bytes, !broadcast);
+  return p;
+}
+
+// A call's latencies and messages alone (`unlimited`: every rate without limit) where calls run
+// back to back. A flat rooted algorithm: its programs' loop period (the next call's agreement
+// beside this call's last messages). hier's rooted collectives: the same for their phase among
+// hosts (a flat rooted algorithm among the representatives), their local phases one call's.
+// Where the job shares cores, never under their time for the call's messages.
+double loop_latencies(Collective c, std::string_view a, size_t bytes, const Layout& layout, const NetModel& model,
+                      const NetModel& unlimited) {
+  const double single = *predict_seconds(c, a, bytes, layout, unlimited);
+  std::optional<double> looped;
+  if (auto p = rooted_call(c, a, static_cast<double>(bytes), layout.ranks())) {
+    looped = loop_period(*p, layout, unlimited);
+  } else if (a == "hier" && c != Collective::Barrier) {
+    const std::string_view flat = c == Collective::Gather || c == Collective::Scatter
+                                      ? std::string_view("linear")
+                                      : c == Collective::Broadcast || c == Collective::Reduce
+                                            ? cheapest_among_hosts(c, bytes, layout.hosts, model)
+                                            : std::string_view();
+    const Layout hosts{layout.hosts, 1};
+    if (auto p = rooted_call(c, flat, static_cast<double>(bytes), layout.hosts))
+      looped = single - *predict_seconds(c, flat, bytes, hosts, unlimited) + loop_period(*p, hosts, unlimited);
+  }
+  if (!looped) return single;
+  const Schedule s(layout, unlimited);
+  return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, s)));
+}
+
+}  // namespace
 
 std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                            const NetModel& model) {
   const std::optional<double> single = predict_seconds(c, algorithm, bytes, layout, model);
   if (!single || bytes > kLoopOverlapBytes || layout.ranks() == 1) return single;
-  // Its latencies and messages alone: every rate without limit.
   NetModel unlimited = model;
   for (LinkClass* link : {&unlimited.net, &unlimited.host, &unlimited.shm}) link->bytes_per_s = 1e30;
-  double busiest = *predict_seconds(c, algorithm, bytes, layout, unlimited);
+  double busiest = loop_latencies(c, algorithm, bytes, layout, model, unlimited);
   // What the busiest resource carries per call. Hosts differ only where the algorithm has a
   // root (host 0) or folds ranks that do not fit a power of two (the first hosts), or at the
   // ends of a ring: beyond kEveryHost hosts the first three and the last stand for the rest.
