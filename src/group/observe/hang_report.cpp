@@ -157,25 +157,46 @@ GroupFinding analyse_group(const std::vector<Member>& ms) {
   auto verb = [](const std::vector<int>& r, const char* one, const char* many) { return r.size() == 1 ? one : many; };
   std::string title = call_title(ms, top);
   if (top >= 0 && !behind.empty()) {
-    // Behind ranks still inside an earlier call of the group are named with that call.
-    std::vector<int> absent;
+    // Behind ranks still inside an earlier call of the group are named with that call. Ranks
+    // that did not answer come first: stopped, frozen or cut off, they hold up the ones that
+    // answered from inside an earlier call (a cut cable: the cut ranks had done their part of
+    // the call the others still wait in, and their last heartbeats name no later one).
+    std::vector<int> silent_absent, absent;
     std::map<std::string, std::vector<int>> inside;  // call title → ranks still in it
+    std::set<std::string> silent_inside;             // the calls a silent rank is still in
     for (const Member& m : ms) {
       if (m.entered() >= top) continue;
       const FlightRecord* r = m.running();
-      if (r && !r->p2p) inside[r->title()].push_back(m.rank);
-      else absent.push_back(m.rank);
+      if (r && !r->p2p) {
+        inside[r->title()].push_back(m.rank);
+        if (!m.answered()) silent_inside.insert(r->title());
+      } else {
+        (m.answered() ? absent : silent_absent).push_back(m.rank);
+      }
     }
-    for (const auto& [call, ranks] : inside)
-      f.line += (f.line.empty() ? "" : "; ") + ranks_text(ranks) + verb(ranks, " is", " are") + " still inside " + call;
-    if (!absent.empty())
-      f.line += (f.line.empty() ? "" : "; ") + ranks_text(absent) + verb(absent, " has", " have") + " not entered " + title;
+    bool title_last = false;  // the line's last clause named `title`
+    auto add_inside = [&](bool silent) {
+      for (const auto& [call, ranks] : inside)
+        if (silent_inside.count(call) == (silent ? 1u : 0u)) {
+          f.line += (f.line.empty() ? "" : "; ") + ranks_text(ranks) + verb(ranks, " is", " are") + " still inside " + call;
+          title_last = false;
+        }
+    };
+    auto add_absent = [&](const std::vector<int>& ranks, const char* how) {
+      if (ranks.empty()) return;
+      f.line += (f.line.empty() ? "" : "; ") + ranks_text(ranks) + how + verb(ranks, " has", " have") + " not entered " + title;
+      title_last = true;
+    };
+    add_inside(true);
+    add_absent(silent_absent, " did not answer and");
+    add_inside(false);
+    add_absent(absent, "");
     if (!waiting.empty()) {
       bool failed = true;  // every waiting rank's call failed (timed out) already
       for (const Member& m : ms)
         if (std::find(waiting.begin(), waiting.end(), m.rank) != waiting.end()) failed = failed && m.group->progress.failed;
       f.line += "; " + ranks_text(waiting) + (failed ? " waited" : verb(waiting, " waits", " wait")) + " in " +
-                (absent.empty() ? title : "it") + (failed ? " from " : " since ") +
+                (title_last ? "it" : title) + (failed ? " from " : " since ") +
                 clock_text(earliest_start(ms, waiting, top)) + (failed ? " until their call failed" : "");
     }
     if (!done.empty()) f.line += "; " + ranks_text(done) + verb(done, " has", " have") + " completed it";

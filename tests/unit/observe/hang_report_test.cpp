@@ -1,6 +1,6 @@
 // The hang report's reasoning on hand-made evidence: the rank that never entered a call, one
-// still inside an earlier call, one that cannot answer, a subgroup whose stall blocks the
-// world, and ranks nobody heard from.
+// still inside an earlier call, one that cannot answer, ranks cut off, a subgroup whose stall
+// blocks the world, and ranks nobody heard from.
 #include <gtest/gtest.h>
 
 #include "group/observe/hang_report.hpp"
@@ -75,6 +75,24 @@ TEST(HangReport, NamesTheSilentRankStillInsideAnEarlierCall) {
   EXPECT_NE(rep.text.find("[last heartbeat"), std::string::npos);
   EXPECT_NE(rep.text.find("did not answer the request for its records"), std::string::npos);
   EXPECT_NE(rep.text.find("waiting on rank 3"), std::string::npos);
+}
+
+TEST(HangReport, RanksCutOffComeBeforeTheRanksTheyHoldUp) {
+  // A cut cable (tests/multinode/failures.sh, linkcut): ranks 4 and 5 had done their part of
+  // call #2 and went silent; ranks 0 and 1 still wait on rank 4 there, ranks 2 and 3 are in #3.
+  const std::vector<int> six{0, 1, 2, 3, 4, 5};
+  HangEvidence ev;
+  ev.world = six;
+  for (int r : {0, 1}) ev.ranks[r] = rank(r, {group("w", six, 1, 2, 4)});
+  for (int r : {2, 3}) ev.ranks[r] = rank(r, {group("w", six, 2, 3, 0)});
+  for (int r : {4, 5}) ev.ranks[r] = rank(r, {group("w", six, -1)}, /*answered=*/false);
+  HangReport rep = analyse_hang(ev);
+  EXPECT_EQ(rep.cause.rfind("ranks 4,5 did not answer and have not entered all_reduce #3 (f32, 1024, Sum); "
+                            "ranks 0,1 are still inside all_reduce #2 (f32, 1024, Sum); "
+                            "ranks 2,3 wait in all_reduce #3 (f32, 1024, Sum) since ",
+                            0),
+            0u)
+      << rep.cause;
 }
 
 TEST(HangReport, AllInsideOneCallBlamesTheRankThatCannotAnswer) {
