@@ -290,6 +290,13 @@ std::optional<Programs> rooted_call(Collective c, std::string_view a, double byt
   return p;
 }
 
+// The flat algorithm hier's rooted collectives run among hosts; "" for the others.
+std::string_view rooted_among_hosts(Collective c, size_t bytes, int hosts, const NetModel& model) {
+  if (c == Collective::Gather || c == Collective::Scatter) return "linear";
+  if (c == Collective::Broadcast || c == Collective::Reduce) return cheapest_among_hosts(c, bytes, hosts, model);
+  return {};
+}
+
 // A call's latencies and messages alone (`unlimited`: every rate without limit) where calls run
 // back to back. A flat rooted algorithm: its programs' loop period (the next call's agreement
 // beside this call's last messages). hier's rooted collectives: the same for their phase among
@@ -301,12 +308,8 @@ double loop_latencies(Collective c, std::string_view a, size_t bytes, const Layo
   std::optional<double> looped;
   if (auto p = rooted_call(c, a, static_cast<double>(bytes), layout.ranks())) {
     looped = loop_period(*p, layout, unlimited);
-  } else if (a == "hier" && c != Collective::Barrier) {
-    const std::string_view flat = c == Collective::Gather || c == Collective::Scatter
-                                      ? std::string_view("linear")
-                                      : c == Collective::Broadcast || c == Collective::Reduce
-                                            ? cheapest_among_hosts(c, bytes, layout.hosts, model)
-                                            : std::string_view();
+  } else if (a == "hier") {
+    const std::string_view flat = rooted_among_hosts(c, bytes, layout.hosts, model);
     const Layout hosts{layout.hosts, 1};
     if (auto p = rooted_call(c, flat, static_cast<double>(bytes), layout.hosts))
       looped = single - *predict_seconds(c, flat, bytes, hosts, unlimited) + loop_period(*p, hosts, unlimited);
