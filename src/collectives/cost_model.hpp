@@ -84,7 +84,8 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 // (and spmd-bench without --sync) runs them, on links like the emulated cluster's: up to
 // kLoopOverlapBytes (`bytes` as predict_seconds takes them) a call takes what its busiest link
 // or its ranks' copies carry, or its latencies and messages alone, whichever is more; larger
-// calls take what one call does (predict_seconds). Never more than one call's price.
+// calls take what one call does (predict_seconds), but for the rooted ones below, whose next
+// agreement round runs beside their data at any size. Never more than one call's price.
 // Calls that pipeline into the next one (a chain or tree broadcast from its root, a ring) do
 // so on any link. Steps that wait on each other do so only where a link idle in one step can
 // catch up later: the emulated links' token bucket (tests/multinode/cluster.sh) lets a 64 KiB
@@ -98,7 +99,10 @@ std::optional<double> predict_seconds(Collective c, std::string_view algorithm, 
 // broadcast, reduce, gather, scatter, and hier's phase among hosts for them): every rank's
 // program followed over calls back to back (cost_programs.hpp, loop_period), where the next
 // call's agreement round runs beside this call's last messages: 2 latencies a call on 3 ranks,
-// not 3 or 4 (over 2 ms links, 4.2 ms measured, one call priced 6.2-8.3).
+// not 3 or 4 (over 2 ms links, 4.2 ms measured, one call priced 6.2-8.3). From
+// kLoopOverlapBytes their programs are followed with the links' rates (a message holds its
+// links for its bytes): a 3 x 1 flat broadcast of 1 MiB over unshaped links + 2 ms took 5.07 ms
+// a call, 2 latencies and its data, where one call is priced a third latency more.
 std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                            const NetModel& model);
 // Where calls stop overlapping: 64 KiB calls overlapped in every grid, 1 MiB ones did not (the

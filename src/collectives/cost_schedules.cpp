@@ -297,23 +297,29 @@ std::string_view rooted_among_hosts(Collective c, size_t bytes, int hosts, const
   return {};
 }
 
+// A rooted call's price where calls run back to back on `m`: a flat rooted algorithm's programs'
+// loop period (the next call's agreement beside this call's last messages), or hier's rooted
+// collectives' phase among hosts so (a flat rooted algorithm among the representatives) and
+// their local phases one call's; nullopt for the others. `chooser`: the model that picks hier's
+// flat algorithm among hosts (the real one, where `m` is the unlimited).
+std::optional<double> rooted_loop(Collective c, std::string_view a, size_t bytes, const Layout& layout,
+                                  const NetModel& chooser, const NetModel& m) {
+  if (auto p = rooted_call(c, a, static_cast<double>(bytes), layout.ranks())) return loop_period(*p, layout, m);
+  if (a != "hier") return std::nullopt;
+  const std::string_view flat = rooted_among_hosts(c, bytes, layout.hosts, chooser);
+  const Layout hosts{layout.hosts, 1};
+  auto p = rooted_call(c, flat, static_cast<double>(bytes), layout.hosts);
+  if (!p) return std::nullopt;
+  return *predict_seconds(c, a, bytes, layout, m) - *predict_seconds(c, flat, bytes, hosts, m) + loop_period(*p, hosts, m);
+}
+
 // A call's latencies and messages alone (`unlimited`: every rate without limit) where calls run
-// back to back. A flat rooted algorithm: its programs' loop period (the next call's agreement
-// beside this call's last messages). hier's rooted collectives: the same for their phase among
-// hosts (a flat rooted algorithm among the representatives), their local phases one call's.
-// Where the job shares cores, never under their time for the call's messages.
+// back to back: a rooted call's loop (rooted_loop), the others one call's. Where the job
+// shares cores, never under their time for the call's messages.
 double loop_latencies(Collective c, std::string_view a, size_t bytes, const Layout& layout, const NetModel& model,
                       const NetModel& unlimited) {
   const double single = *predict_seconds(c, a, bytes, layout, unlimited);
-  std::optional<double> looped;
-  if (auto p = rooted_call(c, a, static_cast<double>(bytes), layout.ranks())) {
-    looped = loop_period(*p, layout, unlimited);
-  } else if (a == "hier") {
-    const std::string_view flat = rooted_among_hosts(c, bytes, layout.hosts, model);
-    const Layout hosts{layout.hosts, 1};
-    if (auto p = rooted_call(c, flat, static_cast<double>(bytes), layout.hosts))
-      looped = single - *predict_seconds(c, flat, bytes, hosts, unlimited) + loop_period(*p, hosts, unlimited);
-  }
+  const std::optional<double> looped = rooted_loop(c, a, bytes, layout, model, unlimited);
   if (!looped) return single;
   const Schedule s(layout, unlimited);
   return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, s)));
@@ -324,7 +330,12 @@ double loop_latencies(Collective c, std::string_view a, size_t bytes, const Layo
 std::optional<double> predict_loop_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
                                            const NetModel& model) {
   const std::optional<double> single = predict_seconds(c, algorithm, bytes, layout, model);
-  if (!single || bytes > kLoopOverlapBytes || layout.ranks() == 1) return single;
+  if (!single || layout.ranks() == 1) return single;
+  if (bytes > kLoopOverlapBytes) {  // a rooted call's next agreement round still runs beside its data
+    const std::optional<double> looped = rooted_loop(c, algorithm, bytes, layout, model, model);
+    if (!looped) return single;
+    return std::min(*single, std::max(*looped, shared_cores_floor(c, algorithm, bytes, Schedule(layout, model))));
+  }
   NetModel unlimited = model;
   for (LinkClass* link : {&unlimited.net, &unlimited.host, &unlimited.shm}) link->bytes_per_s = 1e30;
   double busiest = loop_latencies(c, algorithm, bytes, layout, model, unlimited);

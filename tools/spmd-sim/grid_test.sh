@@ -6,7 +6,7 @@
 # A change to the schedules that predicts those measured calls worse fails here:
 # 67 of 70 rows from 1 MiB, and 114 of 140 below (70 of 70 at 64 KiB), when it was written;
 # 121 below once shared-memory arrivals no longer counted as messages in the cores' roofline.
-# And the grid of unshaped links + 2 ms, where a loop's latencies differ most from one call's.
+# And the grid of unshaped links + 2 ms, where a loop's latencies differ most from one call's (below 1 MiB and from it).
 # grid_test.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -36,4 +36,8 @@ far=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_m
 read -r far_small far_n <<<"$(grep "^below" <<<"$far" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/')"
 [[ $far_n == 140 ]] || fail "expected 140 rows below 1 MiB in the 2 ms grid: $far"
 ((far_small >= 130)) || fail "2 ms grid: below 1 MiB only $far_small of 140 predictions within 25 % (135 when written): $far"
-echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140"
+# From 1 MiB the same rooted calls still overlap their next agreement round (46 of 70 when
+# written, 37 with one call's price there).
+read -r far_big <<<"$(grep "^from 1 MiB" <<<"$far" | sed -E 's/.*predictions within 25%: ([0-9]+) of.*/\1/')"
+((far_big >= 44)) || fail "2 ms grid: from 1 MiB only $far_big of 70 predictions within 25 % (46 when written): $far"
+echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70"

@@ -64,7 +64,9 @@ TEST(CostLoop, TheNextAgreementRunsBesideTheLastMessages) {
       for (Layout l : {Layout{3, 1}, Layout{3, 2}, Layout{4, 2}, Layout{64, 8}}) {
         const auto one = predict_seconds(c, a, 64, l, m), loop = predict_loop_seconds(c, a, 64, l, m);
         ASSERT_EQ(one.has_value(), loop.has_value());
-        if (one) EXPECT_LE(*loop, *one * (1 + 1e-12)) << collective_name(c) << " " << a << " " << l.hosts << "x" << l.per_host;
+        if (one) {
+          EXPECT_LE(*loop, *one * (1 + 1e-12)) << collective_name(c) << " " << a << " " << l.hosts << "x" << l.per_host;
+        }
       }
   // hier's representatives run the flat algorithm's loop; its local phases add their latencies.
   NetModel with_local = m;
@@ -87,6 +89,34 @@ TEST(CostLoop, WhereTheLatencyIsTheRanksWorkTheirWorkSetsTheRate) {
   const double far_period = loop_period(flat, Layout{3, 1}, far);
   EXPECT_GT(far_period, 2 * 2e-3 + 2 * 26e-6);
   EXPECT_LT(far_period, 2 * 2e-3 + period);
+}
+
+TEST(CostLoop, LargeRootedCallsStillRunTheNextAgreementBesideTheirData) {
+  // 2 ms links at 2 GB/s: a flat broadcast of 1 MiB from the root of 3 x 1 sends 2 MiB out of
+  // its interface. One call: the barrier's 2 latencies, then the data, 1 latency and 2 MiB.
+  // Back to back the next barrier runs beside the data: 2 latencies and 2 MiB a call (over
+  // unshaped links with 2 ms, 5.07 ms measured, where one call is priced 6.2 ms and more).
+  NetModel m = latencies_only(2e-3);
+  m.net.bytes_per_s = 2e9;
+  const double mib = 1 << 20, data = 2 * mib / 2e9;
+  const Layout three{3, 1};
+  const double one = *predict_seconds(Collective::Broadcast, "flat", 1 << 20, three, m);
+  const double loop = *predict_loop_seconds(Collective::Broadcast, "flat", 1 << 20, three, m);
+  EXPECT_NEAR(one, 3 * 2e-3 + data, 1e-6);
+  EXPECT_NEAR(loop, 2 * 2e-3 + data, 0.02 * loop);
+  // Algorithms without an agreement round of their own keep one call's price from kLoopOverlapBytes.
+  EXPECT_EQ(*predict_loop_seconds(Collective::AllReduce, "ring", 1 << 20, three, m),
+            *predict_seconds(Collective::AllReduce, "ring", 1 << 20, three, m));
+  // Over links whose bytes dominate (1 Gbit/s, 26 us) the saving is one latency of 17 ms.
+  NetModel cable = latencies_only(26e-6);
+  cable.net.bytes_per_s = 120e6;
+  for (const char* a : {"flat", "binomial", "hier"}) {
+    const Layout l = std::string_view(a) == "hier" ? Layout{3, 2} : three;
+    const double c1 = *predict_seconds(Collective::Broadcast, a, 1 << 20, l, cable);
+    const double cl = *predict_loop_seconds(Collective::Broadcast, a, 1 << 20, l, cable);
+    EXPECT_LE(cl, c1) << a;
+    EXPECT_GT(cl, c1 - 3 * 26e-6) << a;
+  }
 }
 
 }  // namespace
