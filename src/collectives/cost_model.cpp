@@ -19,7 +19,7 @@ namespace {
   raise(ErrorKind::InvalidArgument,
         std::string(where) + ": '" + std::string(item) + "' " + why +
             " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,shm=RATE@LATENCY][,msg=TIME]"
-            "[,cores=N@TIME], e.g. net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
+            "[,cores=N@TIME][,fabric=RATE], e.g. net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
 }
 
 // "12.5" then the rest: the number and the unit after it, lower-cased.
@@ -108,6 +108,7 @@ std::string NetModel::describe() const {
          (shared_cores.count ? ", every rank on " + std::to_string(shared_cores.count) + " shared cores at " +
                                    latency_text(shared_cores.per_message_s) + " per message"
                              : "") +
+         (fabric_bytes_per_s > 0 ? ", every flow between hosts through " + rate_text(fabric_bytes_per_s) + " in all" : "") +
          " (" + origin + ")";
 }
 
@@ -124,6 +125,11 @@ NetModel parse_net_model(std::string_view text, std::string_view where) {
     size_t eq = item.find('='), at = item.find('@');
     if (eq != std::string_view::npos && item.substr(0, eq) == "msg") {
       m.per_message_s = parse_latency(where, item, item.substr(eq + 1));
+      any = true;
+      continue;
+    }
+    if (eq != std::string_view::npos && item.substr(0, eq) == "fabric") {
+      m.fabric_bytes_per_s = parse_rate(where, item, item.substr(eq + 1));
       any = true;
       continue;
     }

@@ -19,6 +19,9 @@
 //   SPMD_NET="net=25Gbit@10us,shm=10GB@1us,msg=1us"  the shared-memory phases, per message
 //   SPMD_NET="net=1Gbit@20us,cores=2@24us"     every rank of the job shares 2 cores, and each
 //                                              message costs them 24 us (an emulated cluster)
+//   SPMD_NET="net=10GB@2ms,fabric=2GB"         every flow between hosts at once shares 2 GB/s
+//                                              (an oversubscribed fabric; the emulated cluster's
+//                                              delaying relay, one process for every link)
 // Rates: a number with Gbit, Mbit, Kbit (bits/s) or GB, MB, KB (bytes/s, powers of 1000), "/s"
 // optional; latencies: a number with s, ms, us or ns.
 #pragma once
@@ -51,6 +54,13 @@ struct NetModel {
     int count = 0;
     double per_message_s = 0;
   } shared_cores;
+  // What every flow between hosts shares, all at once, besides each host's interface: an
+  // oversubscribed fabric's core, or the emulated cluster's delaying relay (tests/multinode's
+  // link_relay, one process moving every link's packets). 0: no such limit (a full-bisection
+  // fabric). A lone flow then moves at the interface's rate, three flows at once a third of
+  // the fabric's each: with 2 ms links a send/recv ring of 3 nodes read 114 MB/s a flow where
+  // a broadcast from one node to two read 170 (2026-12-01, about 350 MB/s in all both times).
+  double fabric_bytes_per_s = 0;
   std::string origin = "default (10 Gbit/s, 50 us between hosts; set SPMD_NET to describe yours)";
   // "net 1 Gbit/s 200 us, host 3 GB/s 3 us (SPMD_NET)": for logs and tools.
   std::string describe() const;

@@ -28,7 +28,7 @@ class Run {
  public:
   Run(const std::vector<std::vector<ProgramStep>>& programs, const Layout& layout, const NetModel& m, double cpu)
       : programs_(programs), layout_(layout), m_(m), cpu_(cpu), p_(static_cast<int>(programs.size())),
-        free_(2 * static_cast<size_t>(layout.hosts) + 2 * programs.size()), load_(free_.size()), step_(programs.size()),
+        free_(2 * static_cast<size_t>(layout.hosts) + 2 * programs.size() + 1), load_(free_.size()), step_(programs.size()),
         step_end_(programs.size()), unsent_(programs.size()) {}
 
   double operator()() {
@@ -78,15 +78,27 @@ class Run {
 
   // Each message goes through its sender's outgoing link and its receiver's incoming one, once
   // they are free; the messages that meet on a link share it (each ends when the more loaded
-  // of its two links has carried all of this instant's bytes), later ones queue behind.
+  // of its two links has carried all of this instant's bytes), later ones queue behind. Between
+  // hosts, where the model has a fabric rate, every message goes through the fabric too.
   struct Links {
     size_t out, in;
     const LinkClass* c;
+    bool fabric = false;
   };
+  size_t fabric_slot() const { return free_.size() - 1; }
+  double ends_after(const Links& l, double at) const {
+    double free = std::max({at, free_[l.out], free_[l.in]}), load = std::max(load_[l.out], load_[l.in]);
+    if (l.fabric) {
+      free = std::max(free, free_[fabric_slot()]);
+      load = std::max(load, load_[fabric_slot()]);
+    }
+    return free + load;
+  }
   Links links(const Ready& msg) const {
     const auto hosts = static_cast<size_t>(layout_.hosts), ranks = static_cast<size_t>(p_);
     if (host(msg.from) != host(msg.to))
-      return {static_cast<size_t>(host(msg.from)), hosts + static_cast<size_t>(host(msg.to)), &m_.net};
+      return {static_cast<size_t>(host(msg.from)), hosts + static_cast<size_t>(host(msg.to)), &m_.net,
+              m_.fabric_bytes_per_s > 0};
     return {2 * hosts + idx(msg.from), 2 * hosts + ranks + idx(msg.to), &m_.host};
   }
   void send_batch() {
@@ -94,17 +106,19 @@ class Run {
       const Links l = links(msg);
       load_[l.out] += msg.bytes / l.c->bytes_per_s;
       load_[l.in] += msg.bytes / l.c->bytes_per_s;
+      if (l.fabric) load_[fabric_slot()] += msg.bytes / m_.fabric_bytes_per_s;
     }
     ends_.clear();
-    for (const Ready& msg : batch_) {
-      const Links l = links(msg);
-      ends_.push_back(std::max({msg.at, free_[l.out], free_[l.in]}) + std::max(load_[l.out], load_[l.in]));
-    }
+    for (const Ready& msg : batch_) ends_.push_back(ends_after(links(msg), msg.at));
     for (size_t i = 0; i < batch_.size(); ++i) {
       const Links l = links(batch_[i]);
       load_[l.out] = load_[l.in] = 0;
       free_[l.out] = std::max(free_[l.out], ends_[i]);
       free_[l.in] = std::max(free_[l.in], ends_[i]);
+      if (l.fabric) {
+        load_[fabric_slot()] = 0;
+        free_[fabric_slot()] = std::max(free_[fabric_slot()], ends_[i]);
+      }
       // What the link's latency holds beyond the two ends' cpu_ is the wire's.
       mailbox_[pair(batch_[i].from, batch_[i].to)].arrived.push_back(ends_[i] + std::max(0.0, l.c->latency_s - 2 * cpu_));
       step_end_[idx(batch_[i].from)] = std::max(step_end_[idx(batch_[i].from)], ends_[i]);

@@ -27,9 +27,10 @@ struct Flow {
 };
 
 // One thing a call keeps busy, for calls back to back (predict_loop_seconds): host `host`'s
-// interface out or in, or its ranks' own copies (the busiest rank's).
+// interface out or in, or its ranks' own copies (the busiest rank's), or the fabric every host
+// shares (NetModel::fabric_bytes_per_s; `host` unused).
 struct Resource {
-  enum Kind { kOut, kIn, kLocal } kind;
+  enum Kind { kOut, kIn, kLocal, kFabric } kind;
   int host;
 };
 
@@ -58,6 +59,7 @@ class Schedule {
     std::vector<double> local(static_cast<size_t>(p_));
     std::vector<int> messages(static_cast<size_t>(p_));
     bool net = false, here = false;
+    double total = 0;
     for (const Flow& f : fs) {
       const auto hs = static_cast<size_t>(host(f.src)), hd = static_cast<size_t>(host(f.dst));
       ++messages[static_cast<size_t>(f.src)];
@@ -69,6 +71,7 @@ class Schedule {
       } else {
         out[hs] += f.bytes;
         in[hd] += f.bytes;
+        total += f.bytes;
         net = true;
       }
     }
@@ -76,7 +79,7 @@ class Schedule {
     for (size_t h = 0; h < out.size(); ++h) busiest = std::max({busiest, out[h], in[h]});
     const double busiest_local = local.empty() ? 0 : *std::max_element(local.begin(), local.end()) / 2;
     const int most_messages = messages.empty() ? 0 : *std::max_element(messages.begin(), messages.end());
-    return std::max(net ? hops * m_.net.latency_s + busiest / m_.net.bytes_per_s : 0.0,
+    return std::max(net ? hops * m_.net.latency_s + net_seconds(busiest, total) : 0.0,
                     here ? hops * m_.host.latency_s + busiest_local / m_.host.bytes_per_s : 0.0) +
            overhead(most_messages);
   }
@@ -84,8 +87,18 @@ class Schedule {
   double step(double seconds, double messages) const { return mode_ == Mode::kCounting ? messages : seconds; }
   // Where the schedule loads a resource: what a step of `net` bytes out of (and into) every
   // host and `local` bytes copied by each rank keeps it busy.
+  // (The fabric carries every host's `net`: hosts are alike wherever this is called.)
   double load(double net, double local) const {
+    if (load_.kind == Resource::kFabric) return fabric_seconds(net * layout_.hosts);
     return load_.kind == Resource::kLocal ? local / m_.host.bytes_per_s : net / m_.net.bytes_per_s;
+  }
+  // Seconds for flows between hosts carrying `busiest` through the busiest interface and
+  // `total` through the fabric, all at once.
+  double net_seconds(double busiest, double total) const {
+    return std::max(busiest / m_.net.bytes_per_s, fabric_seconds(total));
+  }
+  double fabric_seconds(double total) const {
+    return m_.fabric_bytes_per_s > 0 ? total / m_.fabric_bytes_per_s : 0.0;
   }
   bool loading() const { return mode_ == Mode::kLoad; }
 
@@ -99,7 +112,7 @@ class Schedule {
     for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
     const double net_bytes = cross * bytes;
     if (loading()) return load(net_bytes, cross < l ? bytes : 0.0);
-    return step(std::max(cross ? m_.net.latency_s + net_bytes / m_.net.bytes_per_s : 0.0,
+    return step(std::max(cross ? m_.net.latency_s + net_seconds(net_bytes, net_bytes * layout_.hosts) : 0.0,
                          cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0),
                 p_);
   }
@@ -109,7 +122,8 @@ class Schedule {
   double exchange(double bytes, int steps = 1) const {
     const double l = layout_.per_host, p = p_;
     if (loading()) return load(l * (p - l) * bytes, (l - 1) * bytes);
-    const double net_t = p > l ? steps * m_.net.latency_s + l * (p - l) * bytes / m_.net.bytes_per_s : 0.0;
+    const double net_t =
+        p > l ? steps * m_.net.latency_s + net_seconds(l * (p - l) * bytes, p * (p - l) * bytes) : 0.0;
     const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
     return step(std::max(net_t, local_t) + overhead(2 * (p_ - 1)), static_cast<double>(p_) * (p_ - 1));
   }
@@ -225,8 +239,8 @@ class Schedule {
     const bool across = layout_.hosts > 1;
     if (loading()) return load(across ? steps * bytes : 0.0, l > 1 ? steps * bytes : 0.0);  // a host's last rank crosses
     auto wire = [&](int i) {  // local index i sends to i + 1: across hosts when it is the host's last
-      const LinkClass& c = (i == l - 1 && across) ? m_.net : m_.host;
-      return std::pair<double, double>{bytes / c.bytes_per_s, c.latency_s};
+      if (i == l - 1 && across) return std::pair<double, double>{net_seconds(bytes, bytes * layout_.hosts), m_.net.latency_s};
+      return std::pair<double, double>{bytes / m_.host.bytes_per_s, m_.host.latency_s};
     };
     std::vector<double> arrived(static_cast<size_t>(l)), sent(static_cast<size_t>(l)), start(static_cast<size_t>(l));
     auto finish = [&] {
@@ -334,7 +348,7 @@ class Schedule {
   // What flows that run at once keep load_ busy: the bytes through its host's interface, or the
   // most one rank of its host copies (each end of a local flow copies; half each, as flows()).
   double load_of(const std::vector<Flow>& fs) const {
-    double net = 0;
+    double net = 0, total = 0;
     std::vector<double> local(static_cast<size_t>(layout_.per_host));
     for (const Flow& f : fs) {
       const int hs = host(f.src), hd = host(f.dst);
@@ -342,9 +356,11 @@ class Schedule {
         local[static_cast<size_t>(f.src % layout_.per_host)] += f.bytes;
         local[static_cast<size_t>(f.dst % layout_.per_host)] += f.bytes;
       } else if (hs != hd) {
+        total += f.bytes;
         net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? f.bytes : 0;
       }
     }
+    if (load_.kind == Resource::kFabric) return fabric_seconds(total);
     return load(net, local.empty() ? 0.0 : *std::max_element(local.begin(), local.end()) / 2);
   }
   Layout layout_;

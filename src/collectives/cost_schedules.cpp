@@ -338,6 +338,7 @@ std::optional<double> predict_loop_seconds(Collective c, std::string_view algori
   }
   NetModel unlimited = model;
   for (LinkClass* link : {&unlimited.net, &unlimited.host, &unlimited.shm}) link->bytes_per_s = 1e30;
+  unlimited.fabric_bytes_per_s = 0;
   double busiest = loop_latencies(c, algorithm, bytes, layout, model, unlimited);
   // What the busiest resource carries per call. Hosts differ only where the algorithm has a
   // root (host 0) or folds ranks that do not fit a power of two (the first hosts), or at the
@@ -350,6 +351,8 @@ std::optional<double> predict_loop_seconds(Collective c, std::string_view algori
   for (int h : hosts)
     for (Resource::Kind kind : {Resource::kOut, Resource::kIn, Resource::kLocal})
       busiest = std::max(busiest, *predict(c, algorithm, static_cast<double>(bytes), bytes, s.loading({kind, h})));
+  if (model.fabric_bytes_per_s > 0)
+    busiest = std::max(busiest, *predict(c, algorithm, static_cast<double>(bytes), bytes, s.loading({Resource::kFabric, 0})));
   return std::min(*single, busiest);
 }
 

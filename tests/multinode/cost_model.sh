@@ -4,7 +4,8 @@
 # measured classes become SPMD_NET, and then every algorithm of each collective is forced in
 # turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
 # layout, and set beside spmd-sim's prediction for the same shape and links (and the 2 cores
-# every rank of the emulated cluster shares: shared_cores below).
+# every rank of the emulated cluster shares: shared_cores below; and, with --delay, where a lone flow between
+# two nodes outruns a ring's, the fabric every flow shares: calibrate below).
 # Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
@@ -123,8 +124,16 @@ smaller() { if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }';
 # 8-byte time, and the shared-memory phases' sync too (an 8-byte shm all_reduce on each node
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
+# A second word, for spmd-sim's predictions only (the jobs choose with the first, as on a
+# cluster that shares nothing beyond the interfaces): with --delay, where a lone flow (a flat
+# broadcast of 4 MiB from node 0 to node 1) moves more than 1.25x a ring's flow, the delaying
+# relay, one process for every link, limits the ring: "net=LONE@LATENCY,fabric=NODES x RING"
+# (NetModel::fabric_bytes_per_s; with 2 ms links on 2026-12-01 a ring of 3 read 114 MB/s a
+# flow, a broadcast to two 170, about 350 in all both times), else "-". Not without delay:
+# there a lone flow read 8,756 MB/s against a ring's 3,337 (its two ends on two cores), and a
+# fabric of 4 rings' worth priced the grid's rows from 1 MiB within 25 % in 1 of 70, not 14.
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 b4 x4 sync=()  # the links as loops read them, --sync or not
+  local saved=$sizes n s t8 t4 h8 h4 b4 x4 l8 l4 lone="" sync=()  # the links as loops read them, --sync or not
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
@@ -147,6 +156,12 @@ calibrate() {
     read -r s h4 <<<"$(bench cal_net "$max_nodes" 1 sendrecv)"
     t4=$(smaller "$h4" "$t4")
   done
+  sizes=8,4M
+  for try in 1 2; do
+    [[ -n ${MN_DELAY:-} ]] || break
+    read -r s l8 s l4 <<<"$(bench cal_lone 2 1 broadcast SPMD_ALGO=broadcast=flat | tr '\n' ' ')"
+    lone=$(smaller "$((${l4%.*} - ${l8%.*}))" "$lone")
+  done
   # The host class with the same warm-up and 9 calls: a median of 5 after one warm-up once took
   # a 3 ms stall for the 8-byte time, above the 4 MiB one (a negative rate).
   sizes=8,4M
@@ -163,12 +178,15 @@ calibrate() {
   done
   warm=1 iters=$given_iters
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" -v lone="$lone" -v nodes="$max_nodes" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
     # a difference that is not positive (a stall in the short time): the whole 4 MiB time
     host = s / ((h4 > h8 ? h4 - h8 : h4) * 1e-6); shm = s / ((b4 > sync ? b4 - sync : b4) * 1e-6)
-    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus\n", net / 1e6, lat,
-      host / 1e6, h8, shm / 1e6, sync, h8 / 2 }'
+    printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus", net / 1e6, lat,
+      host / 1e6, h8, shm / 1e6, sync, h8 / 2
+    one = lone > 0 ? s / (lone * 1e-6) : 0
+    if (one > 1.25 * net) printf " net=%.0fMB@%.0fus,fabric=%.0fMB\n", one / 1e6, lat, nodes * net / 1e6
+    else printf " -\n" }'
 }
 
 # The cores every rank of the emulated cluster shares (its nodes are namespaces of this
@@ -248,8 +266,10 @@ for rate in ${rates//,/ }; do
   ((${#sync[@]})) && label+=+sync
   [[ -n ${MN_PIN:-} ]] && label+=+pin
   [[ -n ${SPMD_SOCKET_CONGESTION:-} ]] && label+=+$SPMD_SOCKET_CONGESTION
-  net=$(calibrate) || exit 1
+  read -r net fabric <<<"$(calibrate)"
+  [[ -n $net ]] || exit 1
   cores=$(shared_cores "$net") || exit 1
+  [[ $fabric != - ]] && cores+=",$fabric"
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
   for layout in ${layouts//,/ }; do

@@ -96,7 +96,7 @@ TEST(CostModel, SharedCoresAreARooflineOfMessages) {
 TEST(CostModel, BadSpmdNetIsAClearError) {
   for (const char* spec : {"net=1Gbit", "net=fast@1us", "net=1Gbit@1", "wire=1Gbit@1us", ",", "net=1Gbps@1us",
                            "net=-1Gbit@1us", "msg=lots", "shm=1GB", "cores=0@1us", "cores=2.5@1us", "cores=2",
-                           "cores=two@1us", "cores=2x@1us"}) {
+                           "cores=two@1us", "cores=2x@1us", "fabric=", "fabric=fast", "fabric=2GB@1us"}) {
     try {
       parse_net_model(spec);
       ADD_FAILURE() << spec << " was accepted";
