@@ -313,16 +313,16 @@ std::optional<double> rooted_loop(Collective c, std::string_view a, size_t bytes
   return *predict_seconds(c, a, bytes, layout, m) - *predict_seconds(c, flat, bytes, hosts, m) + loop_period(*p, hosts, m);
 }
 
-// A call's latencies and messages alone (`unlimited`: every rate without limit) where calls run
-// back to back: a rooted call's loop (rooted_loop), the others one call's. Where the job
-// shares cores, never under their time for the call's messages.
-double loop_latencies(Collective c, std::string_view a, size_t bytes, const Layout& layout, const NetModel& model,
-                      const NetModel& unlimited) {
-  const double single = *predict_seconds(c, a, bytes, layout, unlimited);
-  const std::optional<double> looped = rooted_loop(c, a, bytes, layout, model, unlimited);
+// A call's price on `m` where calls run back to back and only a rooted call's next agreement
+// overlaps it: a rooted call's loop (rooted_loop), the others one call's. Where the job shares
+// cores, never under their time for the call's messages. With every rate unlimited, a call's
+// latencies and messages alone.
+double rooted_loop_or_one_call(Collective c, std::string_view a, size_t bytes, const Layout& layout,
+                               const NetModel& chooser, const NetModel& m) {
+  const double single = *predict_seconds(c, a, bytes, layout, m);
+  const std::optional<double> looped = rooted_loop(c, a, bytes, layout, chooser, m);
   if (!looped) return single;
-  const Schedule s(layout, unlimited);
-  return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, s)));
+  return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, Schedule(layout, m))));
 }
 
 }  // namespace
@@ -331,15 +331,12 @@ std::optional<double> predict_loop_seconds(Collective c, std::string_view algori
                                            const NetModel& model) {
   const std::optional<double> single = predict_seconds(c, algorithm, bytes, layout, model);
   if (!single || layout.ranks() == 1) return single;
-  if (bytes > kLoopOverlapBytes) {  // a rooted call's next agreement round still runs beside its data
-    const std::optional<double> looped = rooted_loop(c, algorithm, bytes, layout, model, model);
-    if (!looped) return single;
-    return std::min(*single, std::max(*looped, shared_cores_floor(c, algorithm, bytes, Schedule(layout, model))));
-  }
+  // Beyond it a rooted call's next agreement round still runs beside its data, nothing else.
+  if (bytes > kLoopOverlapBytes) return rooted_loop_or_one_call(c, algorithm, bytes, layout, model, model);
   NetModel unlimited = model;
   for (LinkClass* link : {&unlimited.net, &unlimited.host, &unlimited.shm}) link->bytes_per_s = 1e30;
   unlimited.fabric_bytes_per_s = 0;
-  double busiest = loop_latencies(c, algorithm, bytes, layout, model, unlimited);
+  double busiest = rooted_loop_or_one_call(c, algorithm, bytes, layout, model, unlimited);
   // What the busiest resource carries per call. Hosts differ only where the algorithm has a
   // root (host 0) or folds ranks that do not fit a power of two (the first hosts), or at the
   // ends of a ring: beyond kEveryHost hosts the first three and the last stand for the rest.
