@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/byte_size.hpp"
 #include "common/env.hpp"
 #include "spmd/error.hpp"
 
@@ -109,6 +110,9 @@ std::string NetModel::describe() const {
                                    latency_text(shared_cores.per_message_s) + " per message"
                              : "") +
          (fabric_bytes_per_s > 0 ? ", every flow between hosts through " + rate_text(fabric_bytes_per_s) + " in all" : "") +
+         (window_bytes > 0 ? ", flows between hosts of up to " + std::to_string(static_cast<uint64_t>(window_bytes)) +
+                                 " B in one latency"
+                           : "") +
          " (" + origin + ")";
 }
 
@@ -130,6 +134,14 @@ NetModel parse_net_model(std::string_view text, std::string_view where) {
     }
     if (eq != std::string_view::npos && item.substr(0, eq) == "fabric") {
       m.fabric_bytes_per_s = parse_rate(where, item, item.substr(eq + 1));
+      any = true;
+      continue;
+    }
+    if (eq != std::string_view::npos && item.substr(0, eq) == "window") {
+      std::string why;
+      auto bytes = try_parse_byte_size(item.substr(eq + 1), &why);
+      if (!bytes) bad(where, item, "is not window=BYTES (" + why + "; e.g. window=512K)");
+      m.window_bytes = static_cast<double>(*bytes);
       any = true;
       continue;
     }

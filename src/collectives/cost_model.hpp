@@ -22,6 +22,8 @@
 //   SPMD_NET="net=10GB@2ms,fabric=2GB"         every flow between hosts at once shares 2 GB/s
 //                                              (an oversubscribed fabric; the emulated cluster's
 //                                              delaying relay, one process for every link)
+//   SPMD_NET="net=300MB@2ms,window=512K"       a flow between hosts of up to 512 KiB arrives one
+//                                              latency after it leaves (TCP's window in flight)
 // Rates: a number with Gbit, Mbit, Kbit (bits/s) or GB, MB, KB (bytes/s, powers of 1000), "/s"
 // optional; latencies: a number with s, ms, us or ns.
 #pragma once
@@ -61,6 +63,16 @@ struct NetModel {
   // the fabric's each: with 2 ms links a send/recv ring of 3 nodes read 114 MB/s a flow where
   // a broadcast from one node to two read 170 (2026-12-01, about 350 MB/s in all both times).
   double fabric_bytes_per_s = 0;
+  // What a flow between hosts may have in flight at once (TCP's window over a long link): a
+  // message of up to this many bytes leaves at once and arrives one latency later, its bytes
+  // not waiting on the rate (nor on a fabric: its rate too is what flows beyond the window
+  // read); a longer one waits for acknowledgements and moves at the rate
+  // throughout (the rate measured on long messages). Over 2 ms links a send/recv ring of 3
+  // nodes took 2.0-3.4 ms for 64 KiB, 2.4-3.8 for 512 KiB, 5.0-5.4 for 1 MiB and 54-61 for
+  // 16 MiB (2026-12-01: 310 MB/s a flow). 0: no window (every byte at the rate).
+  double window_bytes = 0;
+  // The bytes of a flow of `bytes` that wait on the rate (window_bytes).
+  double paced(double bytes) const { return bytes > window_bytes ? bytes : 0.0; }
   std::string origin = "default (10 Gbit/s, 50 us between hosts; set SPMD_NET to describe yours)";
   // "net 1 Gbit/s 200 us, host 3 GB/s 3 us (SPMD_NET)": for logs and tools.
   std::string describe() const;

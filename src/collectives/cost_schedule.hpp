@@ -69,9 +69,9 @@ class Schedule {
         local[static_cast<size_t>(f.dst)] += f.bytes;
         here = true;
       } else {
-        out[hs] += f.bytes;
-        in[hd] += f.bytes;
-        total += f.bytes;
+        out[hs] += m_.paced(f.bytes);
+        in[hd] += m_.paced(f.bytes);
+        total += m_.paced(f.bytes);
         net = true;
       }
     }
@@ -110,7 +110,7 @@ class Schedule {
     const int l = layout_.per_host;
     int cross = 0;
     for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
-    const double net_bytes = cross * bytes;
+    const double net_bytes = cross * m_.paced(bytes);
     if (loading()) return load(net_bytes, cross < l ? bytes : 0.0);
     return step(std::max(cross ? m_.net.latency_s + net_seconds(net_bytes, net_bytes * layout_.hosts) : 0.0,
                          cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0),
@@ -120,10 +120,10 @@ class Schedule {
   // Every rank sends `bytes` to every other rank, all at once (`steps` = 1) or spread over
   // `steps` steps (each pays the latency; the bytes and messages are the same).
   double exchange(double bytes, int steps = 1) const {
-    const double l = layout_.per_host, p = p_;
-    if (loading()) return load(l * (p - l) * bytes, (l - 1) * bytes);
+    const double l = layout_.per_host, p = p_, paced = m_.paced(bytes);
+    if (loading()) return load(l * (p - l) * paced, (l - 1) * bytes);
     const double net_t =
-        p > l ? steps * m_.net.latency_s + net_seconds(l * (p - l) * bytes, p * (p - l) * bytes) : 0.0;
+        p > l ? steps * m_.net.latency_s + net_seconds(l * (p - l) * paced, p * (p - l) * paced) : 0.0;
     const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
     return step(std::max(net_t, local_t) + overhead(2 * (p_ - 1)), static_cast<double>(p_) * (p_ - 1));
   }
@@ -237,9 +237,10 @@ class Schedule {
     if (mode_ == Mode::kCounting) return static_cast<double>(steps) * p_;  // no need to follow the ring
     const int l = std::min(layout_.per_host, p_);
     const bool across = layout_.hosts > 1;
-    if (loading()) return load(across ? steps * bytes : 0.0, l > 1 ? steps * bytes : 0.0);  // a host's last rank crosses
+    const double paced = m_.paced(bytes);
+    if (loading()) return load(across ? steps * paced : 0.0, l > 1 ? steps * bytes : 0.0);  // a host's last rank crosses
     auto wire = [&](int i) {  // local index i sends to i + 1: across hosts when it is the host's last
-      if (i == l - 1 && across) return std::pair<double, double>{net_seconds(bytes, bytes * layout_.hosts), m_.net.latency_s};
+      if (i == l - 1 && across) return std::pair<double, double>{net_seconds(paced, paced * layout_.hosts), m_.net.latency_s};
       return std::pair<double, double>{bytes / m_.host.bytes_per_s, m_.host.latency_s};
     };
     std::vector<double> arrived(static_cast<size_t>(l)), sent(static_cast<size_t>(l)), start(static_cast<size_t>(l));
@@ -356,8 +357,8 @@ class Schedule {
         local[static_cast<size_t>(f.src % layout_.per_host)] += f.bytes;
         local[static_cast<size_t>(f.dst % layout_.per_host)] += f.bytes;
       } else if (hs != hd) {
-        total += f.bytes;
-        net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? f.bytes : 0;
+        total += m_.paced(f.bytes);
+        net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? m_.paced(f.bytes) : 0;
       }
     }
     if (load_.kind == Resource::kFabric) return fabric_seconds(total);
