@@ -5,7 +5,8 @@
 # turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
 # layout, and set beside spmd-sim's prediction for the same shape and links (and the 2 cores
 # every rank of the emulated cluster shares: shared_cores below; and, with --delay, where a
-# lone flow between two nodes outruns a ring's, the fabric every flow shares: calibrate below).
+# lone flow between two nodes outruns a ring's, the fabric every flow shares, and what a flow
+# between hosts moves in one latency, TCP's window: calibrate below).
 # Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
@@ -132,8 +133,12 @@ smaller() { if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }';
 # flow, a broadcast to two 170, about 350 in all both times), else "-". Not without delay:
 # there a lone flow read 8,756 MB/s against a ring's 3,337 (its two ends on two cores), and a
 # fabric of 4 rings' worth priced the grid's rows from 1 MiB within 25 % in 1 of 70, not 14.
+# With --delay the ring of 8 B-2 MiB too: the largest flow whose time beyond one latency (or
+# the 8-byte one's) is under half its bytes at the ring's rate (flows up to it arrive in one latency: TCP's window)
+# adds ",window=BYTES" there (NetModel::window_bytes; with 2 ms links and cubic on 2026-12-01,
+# 64-512 KiB took 2.0-3.8 ms, 1 MiB 5.0-5.4 and 16 MiB 54-61 at 310 MB/s).
 calibrate() {
-  local saved=$sizes n s t8 t4 h8 h4 b4 x4 l8 l4 lone="" sync=()  # the links as loops read them, --sync or not
+  local saved=$sizes n s t8 t4 h8 h4 b4 x4 l8 l4 lone="" win="" sync=()  # the links as loops read them, --sync or not
   # The rate from jobs of their own: 4 MiB after the 8-byte calls in one job took 61-116 ms
   # instead of 36 in some runs with 2 ms links (TCP's delayed acknowledgements after a
   # ping-pong, or the relay), and one such reading (36-97 MB/s on a 1 Gbit/s link) skewed
@@ -162,6 +167,9 @@ calibrate() {
       read -r s l8 s l4 <<<"$(bench cal_lone 2 1 broadcast SPMD_ALGO=broadcast=flat | tr '\n' ' ')"
       lone=$(smaller "$((${l4%.*} - ${l8%.*}))" "$lone")
     done
+    sizes=8,256K,512K,1M,2M
+    win=$(bench cal_win "$max_nodes" 1 sendrecv | tr '\n' ' ')
+    echo "== send/recv ring over the delay (size us ...): $win" >&2
   fi
   # The host class with the same warm-up and 9 calls: a median of 5 after one warm-up once took
   # a 3 ms stall for the 8-byte time, above the 4 MiB one (a negative rate).
@@ -179,15 +187,20 @@ calibrate() {
   done
   warm=1 iters=$given_iters
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" -v lone="$lone" -v nodes="$max_nodes" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" -v lone="$lone" -v nodes="$max_nodes" -v win="$win" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
     # a difference that is not positive (a stall in the short time): the whole 4 MiB time
     host = s / ((h4 > h8 ? h4 - h8 : h4) * 1e-6); shm = s / ((b4 > sync ? b4 - sync : b4) * 1e-6)
     printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus", net / 1e6, lat,
       host / 1e6, h8, shm / 1e6, sync, h8 / 2
-    one = lone > 0 ? s / (lone * 1e-6) : 0
-    if (one > 1.25 * net) printf " net=%.0fMB@%.0fus,fabric=%.0fMB\n", one / 1e6, lat, nodes * net / 1e6
-    else printf " -\n" }'
+    one = lone > 0 ? s / (lone * 1e-6) : 0; more = ""
+    if (one > 1.25 * net) more = sprintf(",net=%.0fMB@%.0fus,fabric=%.0fMB", one / 1e6, lat, nodes * net / 1e6)
+    # "8 t 262144 t ...", sizes ascending; from one latency at least (a loop of 8-byte calls on
+    # the ring read 1.3 ms with 2 ms links: its calls overlap)
+    n = split(win, w, " "); window = 0; one_lat = w[2] > lat ? w[2] : lat
+    for (i = 3; i < n; i += 2) { if (w[i + 1] - one_lat >= 0.5 * w[i] / net * 1e6) break; window = w[i] }
+    if (window > 0) more = more ",window=" window
+    printf " %s\n", more == "" ? "-" : substr(more, 2) }'
 }
 
 # The cores every rank of the emulated cluster shares (its nodes are namespaces of this

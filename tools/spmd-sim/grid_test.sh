@@ -6,7 +6,8 @@
 # A change to the schedules that predicts those measured calls worse fails here:
 # 67 of 70 rows from 1 MiB, and 114 of 140 below (70 of 70 at 64 KiB), when it was written;
 # 121 below once shared-memory arrivals no longer counted as messages in the cores' roofline.
-# And the grid of unshaped links + 2 ms, where a loop's latencies differ most from one call's (below 1 MiB and from it).
+# And the grid of unshaped links + 2 ms, where a loop's latencies differ most from one call's (below
+# 1 MiB and from it), and one whose flows arrived in a latency (TCP's window, window=BYTES).
 # grid_test.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -40,4 +41,13 @@ read -r far_small far_n <<<"$(grep "^below" <<<"$far" | sed -E 's/.*predictions 
 # written, 37 with one call's price there).
 read -r far_big <<<"$(grep "^from 1 MiB" <<<"$far" | sed -E 's/.*predictions within 25%: ([0-9]+) of.*/\1/')"
 ((far_big >= 44)) || fail "2 ms grid: from 1 MiB only $far_big of 70 predictions within 25 % (46 when written): $far"
-echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70"
+# TCP's window (SPMD_NET's window=BYTES): over 2 ms links with cubic a flow of up to 512 KiB
+# arrived in one latency; the grid of 2026-12-01 07:15 (the relay as a fabric) from 1 MiB, its
+# calls' flows of 256-349 KiB: 46 of 70 within 25 % with window=512K when written, 22 without.
+windowed=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop \
+  --section "Unshaped links + 2 ms, pinned, cubic, 1 MiB, the relay as a fabric (2026-12-01 07:15)" \
+  "none+2ms+pin+cubic=net=144MB@2249us,host=1445MB@58us,shm=1750MB@29us,msg=29us,cores=2@35us,net=438MB@2249us,fabric=578MB,window=512K") ||
+  fail "cost_model_rescore.sh failed on the 07:15 grid: $windowed"
+read -r win_big <<<"$(grep "^from 1 MiB" <<<"$windowed" | sed -E 's/.*predictions within 25%: ([0-9]+) of.*/\1/')"
+((win_big >= 42)) || fail "07:15 grid with window=512K: from 1 MiB only $win_big of 70 predictions within 25 % (46 when written, 22 without): $windowed"
+echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70; with TCP's window (07:15) $win_big of 70"
