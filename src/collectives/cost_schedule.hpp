@@ -69,9 +69,10 @@ class Schedule {
         local[static_cast<size_t>(f.dst)] += f.bytes;
         here = true;
       } else {
-        out[hs] += m_.paced(f.bytes);
-        in[hd] += m_.paced(f.bytes);
-        total += m_.paced(f.bytes);
+        const double paced = m_.paced(f.bytes);
+        out[hs] += paced;
+        in[hd] += paced;
+        total += paced;
         net = true;
       }
     }
@@ -357,8 +358,9 @@ class Schedule {
         local[static_cast<size_t>(f.src % layout_.per_host)] += f.bytes;
         local[static_cast<size_t>(f.dst % layout_.per_host)] += f.bytes;
       } else if (hs != hd) {
-        total += m_.paced(f.bytes);
-        net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? m_.paced(f.bytes) : 0;
+        const double paced = m_.paced(f.bytes);
+        total += paced;
+        net += (load_.kind == Resource::kOut && hs == load_.host) || (load_.kind == Resource::kIn && hd == load_.host) ? paced : 0;
       }
     }
     if (load_.kind == Resource::kFabric) return fabric_seconds(total);

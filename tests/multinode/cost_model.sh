@@ -202,8 +202,8 @@ calibrate() {
       host / 1e6, h8, shm / 1e6, sync, h8 / 2
     one = lone > 0 ? s / (lone * 1e-6) : 0; more = ""
     if (one > 1.25 * net) more = sprintf(",net=%.0fMB@%.0fus,fabric=%.0fMB", one / 1e6, lat, nodes * net / 1e6)
-    # "8 t 262144 t ...", sizes ascending; from one latency at least (a loop of 8-byte calls on
-    # the ring read 1.3 ms with 2 ms links: its calls overlap)
+    # win: "8 t 262144 t ..."; times beyond one latency at least (a loop of 8-byte calls on the
+    # ring read 1.3 ms with 2 ms links: its calls overlap)
     n = split(win, w, " "); window = 0; one_lat = w[2] > lat ? w[2] : lat
     for (i = 3; i < n; i += 2) if (w[i + 1] - one_lat < 0.25 * w[i] / net * 1e6) window = w[i]
     if (window > 0) more = more ",window=" window

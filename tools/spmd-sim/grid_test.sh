@@ -17,37 +17,40 @@ rescore() {
   bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" \
     --section "1 Gbit/s, pinned (2026-11-30 11:40)" "1gbit+pin=$net" "$@"
 }
+# rescore_section HEADING LABEL=SPMD_NET: another stored grid judged with loops
+rescore_section() {
+  bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop --section "$1" "$2"
+}
+# within PART TEXT: "n total" of the predictions within 25 % in PART ("from 1 MiB", "below 1 MiB")
+within() { grep "^$1" <<<"$2" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/'; }
 out=$(rescore --loop) || fail "cost_model_rescore.sh failed: $out"
-within() { grep "^$1" <<<"$out" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/'; }
-read -r big big_n <<<"$(within "from 1 MiB")"
-read -r small small_n <<<"$(within "below 1 MiB")"
+read -r big big_n <<<"$(within "from 1 MiB" "$out")"
+read -r small small_n <<<"$(within "below 1 MiB" "$out")"
 [[ $big_n == 70 && $small_n == 140 ]] || fail "expected 70 rows from 1 MiB and 140 below: $out"
 ((big >= 65)) || fail "from 1 MiB only $big of 70 predictions within 25 % (67 when written): $out"
 ((small >= 117)) || fail "below 1 MiB only $small of 140 predictions within 25 % (121 with cost_schedule.hpp's kShmMessages): $out"
 # The same calls priced one at a time read worse below 1 MiB: a loop is what the grid times.
-single=$(rescore | grep "^below" | sed -E 's/.*within 25%: ([0-9]+) of.*/\1/')
+read -r single _ <<<"$(within "below 1 MiB" "$(rescore)")"
 ((single < small)) || fail "single calls ($single of 140 below 1 MiB) read no worse than loops ($small)"
 # Over 2 ms links a rooted call's next agreement round runs beside its last messages (a loop's
 # programs, cost_programs.hpp's loop_period): the grid of unshaped links + 2 ms (2026-11-30
 # 23:30) below 1 MiB, 135 of 140 within 25 % when written, 93 with one call's latencies.
-far=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop \
-  --section "Unshaped links + 2 ms, pinned, cubic, 30 ms visits (2026-11-30 23:30)" \
+far=$(rescore_section "Unshaped links + 2 ms, pinned, cubic, 30 ms visits (2026-11-30 23:30)" \
   "none+2ms+pin+cubic=net=601MB@2065us,host=2083MB@23us,shm=7612MB@11us,msg=11us,cores=2@27us") ||
   fail "cost_model_rescore.sh failed on the 2 ms grid: $far"
-read -r far_small far_n <<<"$(grep "^below" <<<"$far" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/')"
+read -r far_small far_n <<<"$(within "below 1 MiB" "$far")"
 [[ $far_n == 140 ]] || fail "expected 140 rows below 1 MiB in the 2 ms grid: $far"
 ((far_small >= 130)) || fail "2 ms grid: below 1 MiB only $far_small of 140 predictions within 25 % (135 when written): $far"
 # From 1 MiB the same rooted calls still overlap their next agreement round (46 of 70 when
 # written, 37 with one call's price there).
-read -r far_big <<<"$(grep "^from 1 MiB" <<<"$far" | sed -E 's/.*predictions within 25%: ([0-9]+) of.*/\1/')"
+read -r far_big _ <<<"$(within "from 1 MiB" "$far")"
 ((far_big >= 44)) || fail "2 ms grid: from 1 MiB only $far_big of 70 predictions within 25 % (46 when written): $far"
 # TCP's window (SPMD_NET's window=BYTES): over 2 ms links with cubic a flow of up to 512 KiB
 # arrived in one latency; the grid of 2026-12-01 07:15 (the relay as a fabric) from 1 MiB, its
 # calls' flows of 256-349 KiB: 46 of 70 within 25 % with window=512K when written, 22 without.
-windowed=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop \
-  --section "Unshaped links + 2 ms, pinned, cubic, 1 MiB, the relay as a fabric (2026-12-01 07:15)" \
+windowed=$(rescore_section "Unshaped links + 2 ms, pinned, cubic, 1 MiB, the relay as a fabric (2026-12-01 07:15)" \
   "none+2ms+pin+cubic=net=144MB@2249us,host=1445MB@58us,shm=1750MB@29us,msg=29us,cores=2@35us,net=438MB@2249us,fabric=578MB,window=512K") ||
   fail "cost_model_rescore.sh failed on the 07:15 grid: $windowed"
-read -r win_big <<<"$(grep "^from 1 MiB" <<<"$windowed" | sed -E 's/.*predictions within 25%: ([0-9]+) of.*/\1/')"
+read -r win_big _ <<<"$(within "from 1 MiB" "$windowed")"
 ((win_big >= 42)) || fail "07:15 grid with window=512K: from 1 MiB only $win_big of 70 predictions within 25 % (46 when written, 22 without): $windowed"
 echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70; with TCP's window (07:15) $win_big of 70"
