@@ -32,6 +32,9 @@ class EtcdRendezvous : public C10dRendezvous {
   std::shared_ptr<Store> open_watcher_client(const Deadline& deadline) override;
   std::string store_where() const override;
   bool waits_for_acknowledgements() const override { return node_rank_ == 0; }
+  // One count of the round's heartbeat keys reads every node's (read_values), so each node
+  // watches them all at the cost of one request a slice.
+  bool watches_every_node() const override { return true; }
   // Counters are the key's version (etcd counts the puts to a key): one put, no retries, however
   // many nodes count at once (add() would be a compare-and-swap loop that they all contend on).
   int64_t count_up(Store& store, const std::string& key) override;

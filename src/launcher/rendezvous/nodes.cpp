@@ -47,4 +47,10 @@ std::vector<int> node_counts(Store& store, const std::vector<std::string>& keys)
   return counts;
 }
 
+std::vector<int> ring_successors(int node_rank, int nnodes, int count) {
+  std::vector<int> next;
+  for (int step = 1; step <= count && step < nnodes; ++step) next.push_back((node_rank + step) % nnodes);
+  return next;
+}
+
 }  // namespace spmd::launcher::rdzv

@@ -25,5 +25,8 @@ NodeEntry parse_node_entry(const std::string& v);
 std::string arrivals(Store& store, const std::vector<std::string>& keys);
 // The process counts in the node entries under keys (all present).
 std::vector<int> node_counts(Store& store, const std::vector<std::string>& keys);
+// The `count` node ranks after node_rank in the ring of nnodes (fewer when there are fewer
+// other nodes): the nodes whose heartbeats node_rank reads (store.hpp, beat<r>).
+std::vector<int> ring_successors(int node_rank, int nnodes, int count);
 
 }  // namespace spmd::launcher::rdzv

@@ -15,7 +15,8 @@
 //            the hosting node keeps the store up until all have acknowledged.
 //   beat<r> — node r's heartbeat counter, advanced by its watcher thread; a counter that
 //            stands still for --rdzv-conf peer_timeout seconds (default 30) fails the round,
-//            and the node that saw it sets dead<r>.
+//            and the node that saw it sets dead<r>. Each node reads the next
+//            kWatchedSuccessors nodes' in the ring of node ranks (watches_every_node()).
 // "<scope>/finished" is set when the job is over, for nodes still waiting to join.
 #pragma once
 
@@ -92,6 +93,16 @@ class StoreRendezvous : public Rendezvous {
   virtual std::vector<std::string> read_values(Store& client, const std::vector<std::string>& keys);
   // Whether this node keeps the store up until every node has read the job's verdict.
   virtual bool waits_for_acknowledgements() const { return server_ != nullptr; }
+  // Whether this node reads every node's heartbeat each slice, not only its ring successors'
+  // (kWatchedSuccessors). Every node reading every node's costs N² reads a slice: on one store
+  // 256 nodes stretched 10 s of heartbeats to 37 s (docs/multinode.md, "Rendezvous at scale").
+  // Reading the next few in the ring of node ranks still finds every loss: the nearest live
+  // node before a lost one reads it. The node that waits for acknowledgements reads them all: it
+  // waits for a node's no longer than that node's heartbeat would take to time out (finish()).
+  virtual bool watches_every_node() const { return waits_for_acknowledgements(); }
+  // Two, so that a node stopped without dying (its heartbeat stands still, it reads nothing)
+  // leaves no node behind it unread.
+  static constexpr int kWatchedSuccessors = 2;
 
   const Options& options_;
   SignalChannel& signals_;

@@ -1,6 +1,7 @@
 // The watcher thread of a multi-node round (store.hpp): it waits for the round's
 // verdict ("over") in slices; between slices it publishes this node's heartbeat, checks the
-// other nodes' (a node whose spmdrun died or hangs fails the round), and, on an elastic job
+// next nodes' in the ring of node ranks, or every node's (watches_every_node(); a node whose
+// spmdrun died or hangs fails the round), and, on an elastic job
 // below --nnodes MAX, looks for nodes waiting to join the next round (then the round ends
 // with "rejoin": every node stops its workers and the rendezvous runs again, with them).
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 
 #include "common/error_text.hpp"
+#include "launcher/rendezvous/nodes.hpp"
 #include "launcher/rendezvous/store.hpp"
 #include "spmd/error.hpp"
 
@@ -18,7 +20,10 @@ using Clock = std::chrono::steady_clock;
 
 struct StoreRendezvous::WatchedKeys {
   std::string over, done, next_round_joined;
-  std::vector<std::string> beats, deads;
+  std::string my_beat;
+  size_t nnodes = 0;
+  std::vector<int> watched;                // node ranks whose heartbeats this node reads
+  std::vector<std::string> beats, deads;  // theirs, in that order
   bool elastic = false;  // below --nnodes MAX: nodes may join
 };
 
@@ -43,7 +48,14 @@ void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
   keys->done = key("done");
   keys->next_round_joined = key_in(round + 1, "joined");
   keys->elastic = nnodes < options_.max_nodes;
-  for (int r = 0; r < nnodes; ++r) {
+  keys->my_beat = key("beat" + std::to_string(node_rank));
+  keys->nnodes = static_cast<size_t>(nnodes);
+  if (watches_every_node()) {
+    for (int r = 0; r < nnodes; ++r) keys->watched.push_back(r);
+  } else {
+    keys->watched = rdzv::ring_successors(node_rank, nnodes, kWatchedSuccessors);
+  }
+  for (int r : keys->watched) {
     keys->beats.push_back(key("beat" + std::to_string(r)));
     keys->deads.push_back(key("dead" + std::to_string(r)));
   }
@@ -51,17 +63,18 @@ void StoreRendezvous::begin_attempt(int round, int node_rank, int nnodes) {
   watcher_ = std::thread([this, client, keys] { watch(*client, *keys); });
 }
 
-// The first other node whose heartbeat has stood still for peer_timeout ("" when none); that
-// node is marked dead<r> for the next round's rendezvous.
+// The first other watched node whose heartbeat has stood still for peer_timeout ("" when none);
+// that node is marked dead<r> for the next round's rendezvous. last and changed: by node rank.
 std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& keys, std::vector<std::string>& last,
                                             std::vector<Clock::time_point>& changed) {
   auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
   std::vector<std::string> beats = read_values(client, keys.beats);
-  for (size_t r = 0; r < keys.beats.size(); ++r) {
+  for (size_t i = 0; i < keys.watched.size(); ++i) {
+    const size_t r = static_cast<size_t>(keys.watched[i]);
     if (static_cast<int>(r) == node_rank_) continue;
-    const std::string& now = beats[r];
+    const std::string& now = beats[i];
     if (!last[r].empty() && now.empty()) {  // its lease ran out (etcd): its spmdrun is gone
-      client.set(keys.deads[r], std::string("1"));
+      client.set(keys.deads[i], std::string("1"));
       return "node " + std::to_string(r) + "'s spmdrun stopped answering (its heartbeat's lease ran out after " +
              duration_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
     }
@@ -69,7 +82,7 @@ std::string StoreRendezvous::find_lost_peer(Store& client, const WatchedKeys& ke
       last[r] = now;
       changed[r] = Clock::now();
     } else if (Clock::now() - changed[r] > peer_timeout) {
-      client.set(keys.deads[r], std::string("1"));
+      client.set(keys.deads[i], std::string("1"));
       return "node " + std::to_string(r) + "'s spmdrun stopped answering (no heartbeat for " +
              duration_text(options_.peer_timeout_s) + "; was it killed, or its machine lost?)";
     }
@@ -86,12 +99,12 @@ std::vector<std::string> StoreRendezvous::read_values(Store& client, const std::
 void StoreRendezvous::watch(Store& client, const WatchedKeys& keys) {
   auto peer_timeout = milliseconds(static_cast<long long>(options_.peer_timeout_s * 1000));
   auto slice = std::clamp(peer_timeout / 4, milliseconds(50), milliseconds(2000));
-  std::vector<std::string> last(keys.beats.size());
-  std::vector<Clock::time_point> changed(keys.beats.size(), Clock::now());
+  std::vector<std::string> last(keys.nnodes);
+  std::vector<Clock::time_point> changed(keys.nnodes, Clock::now());
   int64_t beat = 0;
   while (!watcher_quit_) {
     try {
-      client.set(keys.beats[static_cast<size_t>(node_rank_)], std::to_string(++beat));
+      client.set(keys.my_beat, std::to_string(++beat));
       client.wait({keys.over}, slice);
       break;
     } catch (const Error& e) {

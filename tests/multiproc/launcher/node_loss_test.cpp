@@ -1,32 +1,37 @@
-// Nodes that are lost or stopped: real two-node spmdrun jobs (static rendezvous on loopback)
+// Nodes that are lost or stopped: real spmdrun jobs of two nodes (five in one) (static rendezvous on loopback)
 // whose workers sleep, one node's spmdrun killed, hung or stopped while its store host hangs.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 
 #include "launch_harness.hpp"
+#include "launcher/rendezvous/nodes.hpp"
 
 namespace spmd::launcher::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Two static nodes of one process each whose workers sleep; returns once both run.
-struct SleepingTwoNodes {
+// Static nodes of one process each whose workers sleep; returns once all of them run.
+struct SleepingNodes {
   std::string port = std::to_string(free_port());
-  std::unique_ptr<Launch> node0, node1;
-  explicit SleepingTwoNodes(const std::vector<std::string>& extra) {
-    auto args = [&](int node) {
-      std::vector<std::string> a{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port", port};
+  std::vector<std::unique_ptr<Launch>> nodes;
+  SleepingNodes(int n, const std::vector<std::string>& extra) {
+    for (int node = 0; node < n; ++node) {
+      std::vector<std::string> a{"--nnodes", std::to_string(n), "--node-rank", std::to_string(node), "--master-port", port};
       a.insert(a.end(), extra.begin(), extra.end());
       for (const std::string& w : {print_env_path(), std::string("--sleep-ms"), std::string("30000")}) a.push_back(w);
-      return a;
-    };
-    node0 = std::make_unique<Launch>(args(0));
-    node1 = std::make_unique<Launch>(args(1));
-    EXPECT_TRUE(node1->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
-    EXPECT_TRUE(node0->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+      nodes.push_back(std::make_unique<Launch>(a));
+    }
+    for (auto& node : nodes) EXPECT_TRUE(node->wait_for_output("OMP_NUM_THREADS=", 1, 20s));
   }
+};
+
+struct SleepingTwoNodes : SleepingNodes {
+  Launch* node0;
+  Launch* node1;
+  explicit SleepingTwoNodes(const std::vector<std::string>& extra)
+      : SleepingNodes(2, extra), node0(nodes[0].get()), node1(nodes[1].get()) {}
 };
 
 TEST(NodeLoss, ANodeWhoseSpmdrunIsKilledStopsTheJob) {
@@ -79,6 +84,42 @@ TEST(NodeLoss, ANodeStoppedWhileItsStoreHostHangsEndsWithoutWaitingACallTimeout)
   Result r0 = node0.finish();
   EXPECT_NE(r0.code, 0) << r0.err;
   expect_all_gone(r0.out);
+}
+
+// Each node reads the heartbeats of the next two in the ring of node ranks (the store's host
+// reads every node's): every node's reading every other's costs the store N² reads a slice.
+TEST(NodeLoss, EachNodeWatchesTheNextTwoInTheRing) {
+  EXPECT_EQ(rdzv::ring_successors(3, 5, 2), (std::vector<int>{4, 0}));
+  EXPECT_EQ(rdzv::ring_successors(4, 5, 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(rdzv::ring_successors(0, 3, 2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(rdzv::ring_successors(1, 2, 2), (std::vector<int>{0}));
+  EXPECT_TRUE(rdzv::ring_successors(0, 1, 2).empty());
+}
+
+// Two neighbours hung at once on 5 nodes: node 1 reads both of them, node 4 neither (it reads 0
+// and 1), and every live node still ends the job with the hung node named.
+TEST(NodeLoss, TwoNeighboursThatHangAreFoundOnFiveNodes) {
+  SleepingNodes job(5, {"--rdzv-conf", "peer_timeout=4"});
+  std::vector<int> hung;
+  for (int node : {2, 3}) {
+    int launcher = launcher_of(job.nodes[static_cast<size_t>(node)]->pid());
+    ASSERT_GT(launcher, 0);
+    ::kill(launcher, SIGSTOP);
+    hung.push_back(launcher);
+  }
+  for (int node : {0, 1, 4}) {
+    Result r = job.nodes[static_cast<size_t>(node)]->finish();
+    EXPECT_EQ(r.code, 1) << "node " << node << ": " << r.err;
+    EXPECT_TRUE(r.err.find("node 2's spmdrun stopped answering") != std::string::npos ||
+                r.err.find("node 3's spmdrun stopped answering") != std::string::npos)
+        << "node " << node << ": " << r.err;
+    expect_all_gone(r.out);
+  }
+  for (size_t i = 0; i < hung.size(); ++i) {
+    ::kill(hung[i], SIGKILL);  // the node's guard then stops what the launcher left
+    Result r = job.nodes[2 + i]->finish();
+    for (int pid : worker_pids(r.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+  }
 }
 
 }  // namespace
