@@ -1,6 +1,7 @@
 #include "launcher/rendezvous/c10d.hpp"
 
 #include <cstdlib>
+#include <optional>
 
 #include "launcher/net.hpp"
 #include "launcher/rendezvous/nodes.hpp"
@@ -48,8 +49,9 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
     round = std::atoi(store_->get_string(scope_ + "/current").c_str());
   }
   int index = 0, nnodes = 0;
+  std::string counts_text;
   try {
-    join_round(round, prev_index, deadline, index, nnodes);
+    join_round(round, prev_index, deadline, index, nnodes, counts_text);
   } catch (const Error& e) {
     // The store closes when the job ends (its host leaves); a node still waiting for a place
     // is told so plainly.
@@ -58,11 +60,14 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
                                    o.rdzv_id + "': the job ended, or the node hosting the store was lost; start a "
                                    "new job with a new --rdzv-id");
   }
-  std::vector<std::string> keys;
-  for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
-  wait_keys(keys, deadline, what_, [&] { return "every node's entry: " + arrivals(*store_, keys); });
+  std::optional<std::vector<int>> counts = decode_counts(counts_text);
+  if (!counts_text.empty() && (!counts || counts->size() != static_cast<size_t>(nnodes)))
+    raise(ErrorKind::Store, what_ + ": round " + std::to_string(round) + " was closed with " + std::to_string(nnodes) +
+                                " node(s) and the process counts '" + counts_text +
+                                "', which do not match; do all nodes run the same spmdrun?");
+  if (!counts) counts = wait_for_entries(nnodes, deadline);
   AttemptPlan plan;
-  plan.table = RankTable(node_counts(*store_, keys));
+  plan.table = RankTable(*counts);
   plan.node_rank = index;
   plan.run_id = o.rdzv_id;
   plan.restart_count = restart_count;
@@ -79,13 +84,24 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
 
 // Joins `round` (and, when it closed before this node got in, the rounds after it) until this
 // node is a member; `index` is then its node rank, `nnodes` the round's size.
-void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes) {
+// Every node's entry of this round (waits for them): their process counts.
+std::vector<int> C10dRendezvous::wait_for_entries(int nnodes, const Deadline& deadline) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
+  wait_keys(keys, deadline, what_, [&] { return "every node's entry: " + arrivals(*store_, keys); });
+  return node_counts(*store_, keys);
+}
+
+void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes,
+                                std::string& counts) {
   const Options& o = options_;
   while (true) {
     round_ = round;
     index = static_cast<int>(count_up(*store_, key("joined"))) - 1;
     // Before the entry (the closer waits for entries, and a client's sets land in order).
-    if (!store_seen_as_.empty()) store_->set(key("seen" + std::to_string(index)), store_seen_as_);
+    // The first node to reach the store over a real interface says how ("seen"): one key, so
+    // that a node on the store's host reads one, not one per node (round_address()).
+    if (!store_seen_as_.empty()) store_->compare_set(key("seen"), {}, to_bytes(store_seen_as_));
     store_->set(key("node" + std::to_string(index)), node_entry(o, prev_index));
     if (index == 0) close_round(deadline);
     wait_keys({key("closed")}, deadline, what_, [&] {
@@ -96,6 +112,8 @@ void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& dead
     std::string closed = store_->get_string(key("closed"));
     if (closed.rfind("timeout|", 0) == 0) raise(ErrorKind::Timeout, closed.substr(8));
     nnodes = std::atoi(closed.c_str());
+    size_t bar = closed.find('|');
+    counts = bar == std::string::npos ? "" : closed.substr(bar + 1);
     if (index < nnodes) break;
     // Too late for this round: wait in the next one. The running nodes see this node waiting
     // and end their round to let it in (unless the job already runs with MAX nodes).
@@ -139,8 +157,11 @@ void C10dRendezvous::close_round(const Deadline& deadline) {
     }
   }
   int n = std::min(joined(), o.max_nodes);
+  // The closer reads every entry once and publishes the counts with the round's size: the other
+  // nodes read them in "closed", not every node's entry each (wait_for_entries).
+  std::string counts = encode_counts(wait_for_entries(n, deadline));
   publish_round_addresses();
-  store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n)));
+  store_->compare_set(key("closed"), {}, to_bytes(std::to_string(n) + "|" + counts));
   store_->set(scope_ + "/current", std::to_string(round_));
 }
 
@@ -150,12 +171,8 @@ void C10dRendezvous::publish_round_addresses() {
 
 std::string C10dRendezvous::round_address() {
   if (!node_address_.empty()) return node_address_;
-  int n = joined();
-  for (int j = 0; j < n; ++j) {
-    std::string seen = key("seen" + std::to_string(j));
-    if (store_->check({seen})) return store_->get_string(seen);
-  }
-  return "";
+  std::string seen = key("seen");
+  return store_->check({seen}) ? store_->get_string(seen) : "";
 }
 
 std::string C10dRendezvous::advertised_host() {

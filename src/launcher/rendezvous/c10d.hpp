@@ -1,6 +1,8 @@
 #pragma once
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "launcher/rendezvous/store.hpp"
 
@@ -37,7 +39,8 @@ class C10dRendezvous : public StoreRendezvous {
   virtual void set_worker_store(AttemptPlan& plan);
   // This node's address for the round: node_address_, or, for a node that reached the store
   // over loopback (it is on the store's host), the store's host as another node of the round
-  // reached it ("seen<i>"); "" when no node came over a real interface (one machine).
+  // reached it ("seen": the first such node's view); "" when no node came over a real
+  // interface (one machine).
   std::string round_address();
   // "<address>" for what this node hosts: its round address, else its host name.
   std::string advertised_host();
@@ -45,8 +48,11 @@ class C10dRendezvous : public StoreRendezvous {
   std::string what_;         // "c10d rendezvous '<id>' at <endpoint>", for messages
 
  private:
-  void join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes);
+  // counts: every node's process count as the closer published it (encode_counts; "" from a
+  // closer that published none).
+  void join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes, std::string& counts);
   void close_round(const Deadline& deadline);
+  std::vector<int> wait_for_entries(int nnodes, const Deadline& deadline);
   void wait_for_previous_round(const Deadline& deadline);
   bool previous_round_settled(int prev, int prev_nodes, std::vector<std::string>& beats_seen,
                               std::vector<std::chrono::steady_clock::time_point>& changed, std::string& status,

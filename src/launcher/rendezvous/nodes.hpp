@@ -3,6 +3,7 @@
 // text for waiting and timeout messages.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ NodeEntry parse_node_entry(const std::string& v);
 std::string arrivals(Store& store, const std::vector<std::string>& keys);
 // The process counts in the node entries under keys (all present).
 std::vector<int> node_counts(Store& store, const std::vector<std::string>& keys);
+// Every node's process count in one short text, published once by the node that saw every
+// entry (c10d: in the round's "closed", static: "table"): runs of equal counts, "8*256" or
+// "8*100,4*1,8*155". Each node then reads a few bytes where it read every node's entry before,
+// N² bytes through the store in all.
+std::string encode_counts(const std::vector<int>& counts);
+// Its inverse; nullopt for text that is not such a list (counts up to 1,000,000, as many nodes).
+std::optional<std::vector<int>> decode_counts(const std::string& text);
 // The `count` node ranks after node_rank in the ring of nnodes (fewer when there are fewer
 // other nodes): the nodes whose heartbeats node_rank reads (store.hpp, beat<r>).
 std::vector<int> ring_successors(int node_rank, int nnodes, int count);

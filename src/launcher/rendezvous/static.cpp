@@ -1,6 +1,7 @@
 #include "launcher/rendezvous/static.hpp"
 
 #include <cstdlib>
+#include <optional>
 
 #include "common/net/endpoint.hpp"
 #include "launcher/net.hpp"
@@ -37,8 +38,11 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
     store_->set(key("master"), o.master_addr + "|" + std::to_string(pick_free_port()));
   std::vector<std::string> keys;
   for (int r = 0; r < nnodes; ++r) keys.push_back(key("node" + std::to_string(r)));
+  // Node 0 reads every entry once and publishes the counts ("table"); the others read that,
+  // not every node's entry each (N² bytes through the store in all).
+  std::vector<std::string> awaited = o.node_rank == 0 ? keys : std::vector<std::string>{key("table")};
   try {
-    wait_keys(keys, join_deadline(o),
+    wait_keys(awaited, join_deadline(o),
               "static rendezvous of job '" + o.rdzv_id + "' at " + net::endpoint(store_host_, static_cast<uint16_t>(store_port_)),
               [&] { return "every node: " + arrivals(*store_, keys); });
   } catch (const Error& e) {
@@ -49,8 +53,19 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
                                   "; start every node with the same --nnodes, --master-addr and "
                                   "--master-port, or raise --rdzv-conf join_timeout=SECONDS");
   }
-  std::vector<int> counts = node_counts(*store_, keys);
-  plan.table = RankTable(counts);
+  std::optional<std::vector<int>> counts;
+  if (o.node_rank == 0) {
+    counts = node_counts(*store_, keys);
+    store_->set(key("table"), encode_counts(*counts));
+  } else {
+    std::string table = store_->get_string(key("table"));
+    counts = decode_counts(table);
+    if (!counts || counts->size() != static_cast<size_t>(nnodes))
+      raise(ErrorKind::Store, "static rendezvous of job '" + o.rdzv_id + "': node 0 published the process counts '" +
+                                  table + "' for " + std::to_string(nnodes) +
+                                  " node(s), which do not match; do all nodes run the same spmdrun with the same --nnodes?");
+  }
+  plan.table = RankTable(*counts);
   std::string master = store_->get_string(key("master"));
   plan.master_addr = master.substr(0, master.rfind('|'));
   plan.master_port = std::atoi(master.substr(master.rfind('|') + 1).c_str());

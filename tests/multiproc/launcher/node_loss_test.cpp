@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include "launch_harness.hpp"
-#include "launcher/rendezvous/nodes.hpp"
 
 namespace spmd::launcher::testing {
 namespace {
@@ -86,18 +85,8 @@ TEST(NodeLoss, ANodeStoppedWhileItsStoreHostHangsEndsWithoutWaitingACallTimeout)
   expect_all_gone(r0.out);
 }
 
-// Each node reads the heartbeats of the next two in the ring of node ranks (the store's host
-// reads every node's): every node's reading every other's costs the store N² reads a slice.
-TEST(NodeLoss, EachNodeWatchesTheNextTwoInTheRing) {
-  EXPECT_EQ(rdzv::ring_successors(3, 5, 2), (std::vector<int>{4, 0}));
-  EXPECT_EQ(rdzv::ring_successors(4, 5, 2), (std::vector<int>{0, 1}));
-  EXPECT_EQ(rdzv::ring_successors(0, 3, 2), (std::vector<int>{1, 2}));
-  EXPECT_EQ(rdzv::ring_successors(1, 2, 2), (std::vector<int>{0}));
-  EXPECT_TRUE(rdzv::ring_successors(0, 1, 2).empty());
-}
-
 // Two neighbours hung at once on 5 nodes: node 1 reads both of them, node 4 neither (it reads 0
-// and 1), and every live node still ends the job with the hung node named.
+// and 1; rendezvous_parts_test), and every live node still ends the job with the hung node named.
 TEST(NodeLoss, TwoNeighboursThatHangAreFoundOnFiveNodes) {
   SleepingNodes job(5, {"--rdzv-conf", "peer_timeout=4"});
   std::vector<int> hung;
