@@ -62,9 +62,10 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
   }
   std::optional<std::vector<int>> counts = decode_counts(counts_text);
   if (!counts_text.empty() && (!counts || counts->size() != static_cast<size_t>(nnodes)))
-    raise(ErrorKind::Store, what_ + ": round " + std::to_string(round) + " was closed with " + std::to_string(nnodes) +
-                                " node(s) and the process counts '" + counts_text +
-                                "', which do not match; do all nodes run the same spmdrun?");
+    fail_in_round(index, ErrorKind::Store,
+                  what_ + ": round " + std::to_string(round) + " was closed with " + std::to_string(nnodes) +
+                      " node(s) and the process counts '" + counts_text +
+                      "', which do not match; do all nodes run the same spmdrun?");
   if (!counts) counts = wait_for_entries(nnodes, deadline);
   AttemptPlan plan;
   plan.table = RankTable(*counts);

@@ -61,9 +61,11 @@ AttemptPlan StaticRendezvous::next(int restart_count) {
     std::string table = store_->get_string(key("table"));
     counts = decode_counts(table);
     if (!counts || counts->size() != static_cast<size_t>(nnodes))
-      raise(ErrorKind::Store, "static rendezvous of job '" + o.rdzv_id + "': node 0 published the process counts '" +
-                                  table + "' for " + std::to_string(nnodes) +
-                                  " node(s), which do not match; do all nodes run the same spmdrun with the same --nnodes?");
+      fail_in_round(o.node_rank, ErrorKind::InvalidArgument,
+                    "static rendezvous of job '" + o.rdzv_id + "': node 0 published the process counts '" + table +
+                        "', which do not fit --nnodes " + std::to_string(nnodes) + " on node " +
+                        std::to_string(o.node_rank) + " (" + host_name() +
+                        "); give every node the same --nnodes, and run the same spmdrun on all of them");
   }
   plan.table = RankTable(*counts);
   std::string master = store_->get_string(key("master"));

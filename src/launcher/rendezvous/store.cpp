@@ -233,6 +233,16 @@ std::chrono::milliseconds StoreRendezvous::call_timeout() const {
   return std::clamp(peer, milliseconds(5000), kCallTimeout);
 }
 
+void StoreRendezvous::fail_in_round(int r, ErrorKind kind, const std::string& why) {
+  try {
+    store_->compare_set(key("over"), {}, to_bytes("fail|" + std::to_string(r) + "|1|" + why));
+    store_->set(key("ack" + std::to_string(r)), std::string("leave"));  // the store's host need not wait for it
+  } catch (const Error& e) {
+    SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes: " << message_of(e);
+  }
+  raise(kind, why);
+}
+
 void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const CauseNotice& cause) {
   try {
     publish_failure("fail", local.exit_code, cause);
@@ -270,6 +280,11 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
   // host may be gone before this node says so.
   BoundedCalls bounded(*store_, kLeaveAckTimeout,
                        local.kind == Kind::Interrupted && local.signal != guard_lost_signal());
+  auto publish_peer_lost = [&] {  // the watcher's finding, as the round's verdict
+    std::lock_guard<std::mutex> lock(watcher_error_mu_);
+    if (!peer_lost_.empty())
+      store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
+  };
   try {
     if (local.kind == Kind::Succeeded) {
       if (count_up(*store_, key("done")) == nnodes_) store_->compare_set(over_key, {}, to_bytes("ok"));
@@ -291,10 +306,11 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
           }
         }
       }
+      // The watcher may have woken us because another node was lost (no heartbeat), not for a
+      // verdict: say so, or the get below would wait a whole call timeout and blame the store.
+      publish_peer_lost();
     } else if (local.kind == Kind::StoppedByPeer) {
-      std::lock_guard<std::mutex> lock(watcher_error_mu_);
-      if (!peer_lost_.empty())
-        store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
+      publish_peer_lost();
     } else {
       if (!local.failures.empty() && local.failures.front().lost_peer) {
         // Every local failure is a lost peer's consequence: the cause is elsewhere, and the

@@ -33,6 +33,7 @@
 #include "common/deadline.hpp"
 #include "common/fd.hpp"
 #include "launcher/rendezvous/rendezvous.hpp"
+#include "spmd/error.hpp"
 #include "spmd/store.hpp"
 
 namespace spmd::launcher {
@@ -128,6 +129,10 @@ class StoreRendezvous : public Rendezvous {
   std::string store_seen_as_;
   // Sets both from --local-addr or a connection's two ends (local, remote).
   void learn_node_address(const std::string& local, const std::string& remote);
+  // Raises Error(kind, why) for a failure of this node (node rank r) in a round it is counted in,
+  // before its workers start; first sets the round's verdict to it, so that the other nodes
+  // stop at once with this cause instead of waiting peer_timeout for a heartbeat.
+  [[noreturn]] void fail_in_round(int r, ErrorKind kind, const std::string& why);
 
   int round_ = 0;
   int node_rank_ = 0;

@@ -117,6 +117,27 @@ TEST(Launcher, TwoNodesStaticThreePlusOne) {
   }
 }
 
+// Node 1 told --nnodes 3 where node 0 has 2: node 1 reads node 0's counts for 2 nodes, fails at
+// once, and says so to node 0, which stops its workers with that cause (it used to wait for a
+// heartbeat that never came, then blame the store).
+TEST(Launcher, NodesGivenDifferentNnodesFailAtOnceWithTheCause) {
+  std::string port = std::to_string(free_port());
+  auto args = [&](int node, int nnodes) {
+    return std::vector<std::string>{"--nnodes", std::to_string(nnodes), "--node-rank", std::to_string(node),
+                                    "--master-port", port, print_env_path(), "--sleep-ms", "30000"};
+  };
+  Launch node0(args(0, 2));
+  Launch node1(args(1, 3));
+  Result r1 = node1.finish(20s), r0 = node0.finish(20s);
+  const std::string cause = "node 0 published the process counts '1*2', which do not fit --nnodes 3 on node 1";
+  EXPECT_EQ(r1.code, 2) << r1.err;
+  EXPECT_NE(r1.err.find(cause), std::string::npos) << r1.err;
+  EXPECT_EQ(r0.code, 1) << r0.err;
+  EXPECT_NE(r0.err.find("the job failed on another node: static rendezvous"), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find(cause), std::string::npos) << r0.err;
+  for (int pid : worker_pids(r0.out)) EXPECT_TRUE(wait_gone(pid, 10s));  // if it started one so soon
+}
+
 TEST(Launcher, C10dRendezvousTwoNodes) {
   std::string endpoint = "127.0.0.1:" + std::to_string(free_port());
   auto args = [&](int nproc) {
