@@ -85,6 +85,28 @@ TEST(NodeLoss, ANodeStoppedWhileItsStoreHostHangsEndsWithoutWaitingACallTimeout)
   expect_all_gone(r0.out);
 }
 
+// Node 0's workers are done when node 1 hangs: node 0 finds it lost by its heartbeat and ends
+// with that cause (it used to wait a whole store call for a verdict, then blame the store).
+TEST(NodeLoss, ANodeWhoseWorkersAreDoneStillNamesTheHungNode) {
+  std::string port = std::to_string(free_port());
+  auto args = [&](int node, const char* sleep_ms) {
+    return std::vector<std::string>{"--nnodes", "2", "--node-rank", std::to_string(node), "--master-port", port,
+                                    "--rdzv-conf", "peer_timeout=4", print_env_path(), "--sleep-ms", sleep_ms};
+  };
+  Launch node0(args(0, "0")), node1(args(1, "30000"));
+  ASSERT_TRUE(node1.wait_for_output("OMP_NUM_THREADS=", 1, 20s));
+  int launcher1 = launcher_of(node1.pid());
+  ASSERT_GT(launcher1, 0);
+  ::kill(launcher1, SIGSTOP);
+  Result r0 = node0.finish(20s);
+  EXPECT_EQ(r0.code, 1) << r0.err;
+  EXPECT_NE(r0.err.find("node 1's spmdrun stopped answering"), std::string::npos) << r0.err;
+  EXPECT_EQ(r0.err.find("lost the launcher store"), std::string::npos) << r0.err;
+  ::kill(launcher1, SIGKILL);
+  Result r1 = node1.finish();
+  for (int pid : worker_pids(r1.out)) EXPECT_TRUE(wait_gone(pid, 10s));
+}
+
 // Two neighbours hung at once on 5 nodes: node 1 reads both of them, node 4 neither (it reads 0
 // and 1; rendezvous_parts_test), and every live node still ends the job with the hung node named.
 TEST(NodeLoss, TwoNeighboursThatHangAreFoundOnFiveNodes) {
