@@ -52,6 +52,14 @@ class Staging {
   // Where this rank writes its contribution before arrive().
   char* mine() { return in_record_ ? reinterpret_cast<char*>(mine_.data) : g_.slot(g_.rank(), epoch_); }
   void arrive(const OpContext& op) { g_.arrive_and_check(epoch_, op, mine_); }
+  // The same, running `meanwhile` (our own work that needs no peer's) after posting, before the
+  // wait for the peers.
+  template <typename Work>
+  void arrive(const OpContext& op, Work&& meanwhile) {
+    Record posted = g_.post_record(epoch_, op, mine_);
+    meanwhile();
+    g_.wait_and_check(epoch_, op, posted);
+  }
   // Local rank q's contribution, once arrive() returned.
   const char* of(int q) const {
     return in_record_ ? reinterpret_cast<const char*>(g_.record(q, epoch_).data) : g_.slot(q, epoch_);

@@ -56,21 +56,27 @@ void shm_flat_broadcast(AlgoContext& c, const CollArgs& a) {
   });
 }
 
-// all_gather (every rank keeps every block) and gather (the root keeps them).
+// all_gather (every rank keeps every block) and gather (the root keeps them). Our own block is
+// copied piece by piece just after the piece is posted, while the peers may still be staging
+// theirs: time this rank would otherwise wait (kFillsOwnBlock). An output block that overlaps
+// the input without being it is moved whole first.
 void shm_flat_gather_blocks(AlgoContext& c, const CollArgs& a, bool everyone) {
   ShmGroup& g = *c.shm;
   const char* input = static_cast<const char*>(a.data.data);
-  in_rounds(a.data.bytes(), g.slot_bytes(), [&](size_t first, size_t m) {
+  const size_t bytes = a.data.bytes();
+  const bool keeps = everyone || g.rank() == a.root;
+  char* own = keeps ? static_cast<char*>(a.blocks[static_cast<size_t>(g.rank())].data) : nullptr;
+  const bool own_in_rounds = keeps && own != input && !overlaps(own, bytes, input, bytes);
+  if (keeps && own != input && !own_in_rounds) std::memmove(own, input, bytes);
+  in_rounds(bytes, g.slot_bytes(), [&](size_t first, size_t m) {
     Staging s(g, g.begin_epoch(c.op), m);
     copy_bytes(s.mine(), input + first, m);
-    s.arrive(c.op);
-    if (!everyone && g.rank() != a.root) return;
-    for (int q = 0; q < g.size(); ++q) {
-      char* out = static_cast<char*>(a.blocks[static_cast<size_t>(q)].data);
-      if (q != g.rank()) copy_bytes(out + first, s.of(q), m);
-      // The root of a gather copies its own block; an all_gather's was copied by the backend.
-      else if (!everyone && out != input) copy_bytes(out + first, input + first, m);
-    }
+    s.arrive(c.op, [&] {
+      if (own_in_rounds) copy_bytes(own + first, input + first, m);
+    });
+    if (!keeps) return;
+    for (int q = 0; q < g.size(); ++q)
+      if (q != g.rank()) copy_bytes(static_cast<char*>(a.blocks[static_cast<size_t>(q)].data) + first, s.of(q), m);
   });
 }
 

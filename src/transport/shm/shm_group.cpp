@@ -144,6 +144,10 @@ uint64_t ShmGroup::begin_epoch(const OpContext& op) {
 }
 
 void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine) {
+  wait_and_check(epoch, op, post_record(epoch, op, mine));
+}
+
+Record ShmGroup::post_record(uint64_t epoch, const OpContext& op, Record mine) {
   mine.seq = op.p2p ? 0 : op.seq;
   mine.count = op.sig.count;
   mine.root = op.sig.root;
@@ -156,6 +160,10 @@ void ShmGroup::arrive_and_check(uint64_t epoch, const OpContext& op, Record mine
   slot.call = mine;
   slot.epoch.store(epoch, std::memory_order_release);  // notify_all()'s fence orders it before `sleeping`
   notify_all();
+  return mine;
+}
+
+void ShmGroup::wait_and_check(uint64_t epoch, const OpContext& op, const Record& mine) {
   auto ready = [&] {
     for (int q = 0; q < size(); ++q)
       if (!arrived(q, epoch)) return false;

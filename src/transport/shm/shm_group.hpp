@@ -80,6 +80,10 @@ class ShmGroup {
   // Posts our record of `op` for `epoch` (with the fields the algorithm adds), waits for every
   // local rank's and raises Mismatch unless they all describe the same call.
   void arrive_and_check(uint64_t epoch, const OpContext& op, Record mine);
+  // Its two halves, for work of ours that needs no peer's between them: the post returns our
+  // record as posted.
+  Record post_record(uint64_t epoch, const OpContext& op, Record mine);
+  void wait_and_check(uint64_t epoch, const OpContext& op, const Record& mine);
   const Record& record(int local, uint64_t epoch) const { return seg_.lines(local).posted[epoch & 1].call; }
   // Whether local rank `local` has posted its record for `epoch` (or a later one).
   bool arrived(int local, uint64_t epoch) const {
