@@ -83,8 +83,6 @@ AttemptPlan C10dRendezvous::next(int restart_count) {
   return plan;
 }
 
-// Joins `round` (and, when it closed before this node got in, the rounds after it) until this
-// node is a member; `index` is then its node rank, `nnodes` the round's size.
 // Every node's entry of this round (waits for them): their process counts.
 std::vector<int> C10dRendezvous::wait_for_entries(int nnodes, const Deadline& deadline) {
   std::vector<std::string> keys;
@@ -93,6 +91,8 @@ std::vector<int> C10dRendezvous::wait_for_entries(int nnodes, const Deadline& de
   return node_counts(*store_, keys);
 }
 
+// Joins `round` (and, when it closed before this node got in, the rounds after it) until this
+// node is a member; `index` is then its node rank, `nnodes` the round's size.
 void C10dRendezvous::join_round(int& round, int prev_index, const Deadline& deadline, int& index, int& nnodes,
                                 std::string& counts) {
   const Options& o = options_;
@@ -136,10 +136,14 @@ void C10dRendezvous::close_round(const Deadline& deadline) {
   std::vector<std::string> min_keys;
   for (int r = 0; r < o.min_nodes; ++r) min_keys.push_back(key("node" + std::to_string(r)));
   try {
-    wait_keys(min_keys, deadline, what_, [&] {
+    auto status = [&] {
       return std::to_string(o.min_nodes) + " node(s) (--nnodes " + std::to_string(o.min_nodes) + ":" +
              std::to_string(o.max_nodes) + "): " + arrivals(*store_, min_keys);
-    });
+    };
+    // The MIN-th entry first, one key a slice while the nodes arrive (MIN keys a slice was N²
+    // bytes in all as N nodes came); then the rest, whose nodes have their index already.
+    wait_keys({min_keys.back()}, deadline, what_, status);
+    wait_keys(min_keys, deadline, what_, status);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Timeout) throw;
     std::string msg = what_ + " timed out after " + std::to_string(static_cast<int>(o.join_timeout_s)) + " s: " +
