@@ -235,7 +235,7 @@ std::chrono::milliseconds StoreRendezvous::call_timeout() const {
 
 void StoreRendezvous::fail_in_round(int r, ErrorKind kind, const std::string& why) {
   try {
-    store_->compare_set(key("over"), {}, to_bytes("fail|" + std::to_string(r) + "|1|" + why));
+    set_verdict("fail", r, 1, why);
     store_->set(key("ack" + std::to_string(r)), std::string("leave"));  // the store's host need not wait for it
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: could not tell the other nodes: " << message_of(e);
@@ -256,8 +256,12 @@ void StoreRendezvous::announce_root_cause(const AttemptOutcome& local, const Cau
 // document goes first, under "error<node>", for the other nodes' error files.
 void StoreRendezvous::publish_failure(const std::string& what, int exit_code, const CauseNotice& cause) {
   if (!cause.error_json.empty()) store_->set(key("error" + std::to_string(node_rank_)), cause.error_json);
-  store_->compare_set(key("over"), {}, to_bytes(what + "|" + std::to_string(node_rank_) + "|" +
-                                                std::to_string(exit_code) + "|" + cause.summary));
+  set_verdict(what, node_rank_, exit_code, cause.summary);
+}
+
+void StoreRendezvous::set_verdict(const std::string& what, int node, int exit_code, const std::string& summary) {
+  store_->compare_set(key("over"), {},
+                      to_bytes(what + "|" + std::to_string(node) + "|" + std::to_string(exit_code) + "|" + summary));
 }
 
 Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice& cause) {
@@ -282,8 +286,7 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
                        local.kind == Kind::Interrupted && local.signal != guard_lost_signal());
   auto publish_peer_lost = [&] {  // the watcher's finding, as the round's verdict
     std::lock_guard<std::mutex> lock(watcher_error_mu_);
-    if (!peer_lost_.empty())
-      store_->compare_set(over_key, {}, to_bytes("fail|" + std::to_string(node_rank_) + "|1|" + peer_lost_));
+    if (!peer_lost_.empty()) set_verdict("fail", node_rank_, 1, peer_lost_);
   };
   try {
     if (local.kind == Kind::Succeeded) {
@@ -298,11 +301,8 @@ Verdict StoreRendezvous::conclude(const AttemptOutcome& local, const CauseNotice
             if (*sig == SIGCHLD) continue;
             // A signal stops the whole job; the guard's death is this node's loss (a failure).
             bool lost = *sig == guard_lost_signal();
-            store_->compare_set(over_key, {}, to_bytes(std::string(lost ? "fail|" : "stop|") +
-                                                         std::to_string(node_rank_) + "|" +
-                                                         std::to_string(128 + (lost ? SIGKILL : *sig)) +
-                                                         "|spmdrun on " + host_name() + " " +
-                                                         interruption_text(*sig)));
+            set_verdict(lost ? "fail" : "stop", node_rank_, 128 + (lost ? SIGKILL : *sig),
+                        "spmdrun on " + host_name() + " " + interruption_text(*sig));
           }
         }
       }

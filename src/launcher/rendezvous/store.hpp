@@ -149,6 +149,8 @@ class StoreRendezvous : public Rendezvous {
                              std::vector<std::chrono::steady_clock::time_point>& changed);
   std::unique_ptr<TcpStore> connect(const Deadline& deadline);
   void publish_failure(const std::string& what, int exit_code, const CauseNotice& cause);
+  // Sets the round's verdict ("over") to "<what>|<node>|<exit code>|<summary>" unless one is set.
+  void set_verdict(const std::string& what, int node, int exit_code, const std::string& summary);
 
   std::chrono::steady_clock::time_point wait_reported_{};  // last report_wait line
   std::string wait_reported_what_;
