@@ -233,6 +233,11 @@ class TcpStore : public Store {
   void multi_set(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void append(const std::string& key, const Bytes& value) override;
   void interrupt() override;
+  // wait(), but returns false as soon as `wake_fd` (a signalfd, an eventfd, a pipe; polled, never
+  // read) is readable while the answer is outstanding; true once every key exists. A long wait
+  // that must still answer a signal at once costs one request, not one per polling slice. Being
+  // woken drops the connection (the server's answer may still come); the next call reconnects.
+  bool wait_or_wake(const std::vector<std::string>& keys, Duration timeout, int wake_fd);
   uint16_t port() const;  // the server's port (useful with is_server and port 0)
   // The numeric addresses of this client's connection: this host's end (how it reaches the
   // server) and the server's (as this host reaches it); "" when not connected.

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -46,6 +47,8 @@ constexpr auto kIdleProbe = std::chrono::milliseconds(200);
 using Clock = std::chrono::steady_clock;
 
 std::string describe(const Request& r) { return wire::describe(r.op, r.keys); }
+
+struct Woken {};  // wait_or_wake's wake fd became readable before the answer
 
 }  // namespace
 
@@ -154,7 +157,9 @@ struct TcpStore::Impl {
     if (io == net::Io::Timeout) no_answer(req);
   }
 
-  Response read_response(const Request& req, const Deadline& deadline) {
+  // wake_fd >= 0: if it is readable before the answer, drop the connection (never read that
+  // answer as the next call's) and throw Woken; the next call reconnects.
+  Response read_response(const Request& req, const Deadline& deadline, int wake_fd = -1) {
     const uint8_t* payload = nullptr;
     size_t size = 0;
     std::string perr;
@@ -166,6 +171,7 @@ struct TcpStore::Impl {
         return r;
       }
       if (res == wire::FrameReader::Result::Error) protocol_error(req, perr);
+      if (wake_fd >= 0) await_answer_or_wake(wake_fd, deadline);
       size_t got = 0;
       int err = 0;
       net::Io io = net::recv_some(fd.get(), reader.prepare(kReadChunk), kReadChunk, got, deadline, err);
@@ -173,6 +179,15 @@ struct TcpStore::Impl {
       if (io == net::Io::Timeout) no_answer(req);
       reader.commit(got);
     }
+  }
+
+  void await_answer_or_wake(int wake_fd, const Deadline& deadline) {
+    pollfd p[2] = {{fd.get(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int ms = static_cast<int>(std::clamp<long long>(deadline.remaining().count(), 0, INT32_MAX));
+    int ready = retry_eintr([&] { return ::poll(p, 2, ms); });
+    if (ready <= 0 || p[0].revents != 0 || p[1].revents == 0) return;  // recv_some sees the rest
+    drop_connection();
+    throw Woken{};
   }
 
   // Reads the answers of pipelined sets, oldest first (answers come in request order).
@@ -192,11 +207,11 @@ struct TcpStore::Impl {
   }
 
   // Sends one request and reads its answer. Connection-level failures raise.
-  Response exchange(const Request& req, const Deadline& deadline) {
+  Response exchange(const Request& req, const Deadline& deadline, int wake_fd = -1) {
     fit_io_timeout(deadline);
     send_request(req, deadline);
     settle(req, deadline);
-    return read_response(req, deadline);
+    return read_response(req, deadline, wake_fd);
   }
 
   // A pipelined set returns once sent; its answer is read by a later call (or when too many
@@ -278,13 +293,13 @@ struct TcpStore::Impl {
   }
 
   // One call: check it fits, (re)connect if needed, exchange, map server-side failures to errors.
-  Response call(const Request& req, std::chrono::milliseconds timeout) {
+  Response call(const Request& req, std::chrono::milliseconds timeout, int wake_fd = -1) {
     store::check_request_fits(req, limits);
     std::lock_guard<std::mutex> lock(mu);
-    return call_locked(req, timeout);
+    return call_locked(req, timeout, wake_fd);
   }
 
-  Response call_locked(const Request& req, std::chrono::milliseconds timeout) {
+  Response call_locked(const Request& req, std::chrono::milliseconds timeout, int wake_fd = -1) {
     bool waits = req.op == Op::Get || req.op == Op::Wait || req.op == Op::MultiGet;
     // Saturate: "wait forever" timeouts (milliseconds::max()) must not overflow here.
     constexpr auto kForever = std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100));
@@ -292,13 +307,13 @@ struct TcpStore::Impl {
     Deadline deadline(waits ? timeout + kAnswerGrace : timeout);
     if (sat_idle()) probe_closed();  // saves a round trip; a crossing close is retried below
     if (!fd) connect(deadline);
-    Response r = exchange(req, deadline);
+    Response r = exchange(req, deadline, wake_fd);
     if (r.status == Status::Closed) {
       // The server closed the idle connection before it read this request: nothing of it was
       // applied, so sending it again on a new connection is safe.
       drop_connection();
       connect(deadline);
-      r = exchange(req, deadline);
+      r = exchange(req, deadline, wake_fd);
     }
     last_used = Clock::now();
     if (r.status == Status::Timeout) {
@@ -381,6 +396,18 @@ void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
   Request r = make(Op::Wait, keys);
   r.timeout_ms = to_ms(timeout);
   impl_->call(r, timeout);
+}
+
+bool TcpStore::wait_or_wake(const std::vector<std::string>& keys, Duration timeout, int wake_fd) {
+  if (keys.empty()) return true;
+  Request r = make(Op::Wait, keys);
+  r.timeout_ms = to_ms(timeout);
+  try {
+    impl_->call(r, timeout, wake_fd);
+    return true;
+  } catch (const Woken&) {
+    return false;
+  }
 }
 
 bool TcpStore::check(const std::vector<std::string>& keys) {

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
 
+#include "common/fd.hpp"
 #include "store_contract.hpp"
 
 using namespace spmd;
@@ -49,6 +51,36 @@ TEST(TcpStore, HugeTimeoutsDoNotOverflow) {
   EXPECT_EQ(to_string(s.get("k", std::chrono::milliseconds::max())), "v");
   store_test::expect_error(ErrorKind::Timeout, "'nope'",
                            [&] { s.wait({"nope"}, std::chrono::milliseconds(-5)); });
+}
+
+// wait_or_wake: the keys' arrival, the timeout, or the wake fd ends it, whichever comes first.
+TEST(TcpStore, WaitOrWakeEndsOnTheKeysOrTheTimeout) {
+  TcpStoreServer server;
+  TcpStore waiter(client_of(server)), writer(client_of(server));
+  Fd wake(::eventfd(0, EFD_CLOEXEC));
+  std::thread later([&] { writer.set("k", std::string("v")); });
+  EXPECT_TRUE(waiter.wait_or_wake({"k"}, 10s, wake.get()));
+  later.join();
+  store_test::expect_error(ErrorKind::Timeout, "'nope'", [&] { waiter.wait_or_wake({"nope"}, 50ms, wake.get()); });
+}
+
+// Woken while the answer is outstanding (the fd is readable before the wait is sent, so the
+// server surely has it parked): false at once, and the connection is dropped, so the answer
+// the server sends when the key arrives is never read as a later call's.
+TEST(TcpStore, WaitOrWakeReturnsWhenWokenAndTheClientStaysUsable) {
+  TcpStoreServer server;
+  TcpStore waiter(client_of(server, 120s)), writer(client_of(server));
+  Fd wake(::eventfd(0, EFD_CLOEXEC));
+  uint64_t one = 1;
+  ASSERT_EQ(::write(wake.get(), &one, sizeof one), static_cast<ssize_t>(sizeof one));
+  EXPECT_FALSE(waiter.wait_or_wake({"k"}, 120s, wake.get()));
+  writer.set("k", std::string("v"));  // answers the abandoned wait, if it were still parked
+  EXPECT_EQ(waiter.add("n", 5), 5);
+  EXPECT_EQ(to_string(waiter.get("k", 1s)), "v");
+  EXPECT_FALSE(waiter.wait_or_wake({"k2"}, 120s, wake.get()));  // the fd was never read
+  uint64_t drained = 0;
+  ASSERT_EQ(::read(wake.get(), &drained, sizeof drained), static_cast<ssize_t>(sizeof drained));
+  EXPECT_TRUE(waiter.wait_or_wake({"k", "n"}, 1s, wake.get()));
 }
 
 TEST(TcpStore, IsServerHostsAndServes) {
