@@ -6,10 +6,13 @@
 # spmdrun that bound the endpoint) and the number of open connections are sampled while the
 # job runs. Prints one line per N, e.g.
 #   nodes 256: 14.2 s, store: 768 connections (peak 512 open), 81234 segments in, peak RSS 9.1 MiB
-# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS] [--backend c10d|etcd]
+# Usage: rendezvous_scale.sh BIN_DIR N [N...] [--worker true|spmd] [--hold SECONDS] [--straggle SECONDS]
+#                            [--backend c10d|etcd]
 #   --worker spmd: spmd_elastic_worker (in the build's tests/bin/: jobs.sh's TESTS_BIN),
 #     i.e. spmd::init + an all_reduce over all N ranks;
 #   --hold S: workers sleep S seconds, so the launchers' heartbeats run for that long.
+#   --straggle S: the last node starts S seconds after the others, which wait for it meanwhile
+#     (what waiting costs the store: the difference from a run without it, over S);
 #   --backend etcd: the etcd rendezvous, with one etcd member in the namespace (127.0.0.1:2379);
 #     the "store" figures are then etcd's (its connections, its peak RSS).
 #   (ctest runs it with 24; docs/multinode.md has the 256-node figures and the command)
@@ -20,12 +23,14 @@ shift
 worker=(--no-python true)
 spmd_worker=0
 backend=c10d
+straggle=0
 sizes=()
 while (($#)); do
   case $1 in
     --worker) [[ $2 == spmd ]] && spmd_worker=1; shift 2 ;;
     --hold) worker=(--no-python sleep "$2"); spmd_worker=0; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
+    --straggle) straggle=$2; shift 2 ;;
     *) sizes+=("$1"); shift ;;
   esac
 done
@@ -52,6 +57,7 @@ for n in "${sizes[@]}"; do
   t0=$(date +%s.%N)
   pids=()
   for ((i = 0; i < n; ++i)); do
+    ((i == n - 1)) && [[ $straggle != 0 ]] && sleep "$straggle"
     bg_on_node 0 "$WORK/node.$i" timeout -s KILL 600 "$SPMDRUN" --nnodes "$n" --nproc-per-node 1 --rdzv-backend "$backend" \
       --rdzv-endpoint "127.0.0.1:$PORT" --rdzv-id "scale$n" --rdzv-conf join_timeout=500 "${worker[@]}"
     pids+=("$BG_PID")

@@ -218,7 +218,7 @@ void C10dRendezvous::wait_for_previous_round(const Deadline& deadline) {
   std::vector<Clock::time_point> changed(static_cast<size_t>(prev_nodes), Clock::now());
   std::string status, wake;
   wait_until([&] { return previous_round_settled(prev, prev_nodes, beats, changed, status, wake); },
-             [&] { return wake; }, deadline, what_, [&] { return status; });
+             [&] { return wake; }, deadline, what_, [&] { return status; }, kWaitSlice);
 }
 
 // Whether round `prev` has settled; otherwise `status` says what is missing and `wake` names the

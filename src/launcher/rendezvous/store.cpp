@@ -119,7 +119,7 @@ std::unique_ptr<TcpStore> StoreRendezvous::connect(const Deadline& deadline) {
     if (may_host_on_ && !server_ && try_host_store(*may_host_on_, store_port_)) store_port_ = server_->port();
     // Connect in short slices (the store's host may not be up yet) and look at signals
     // between them.
-    co.timeout = std::min(kWaitSlice * 4, std::max(deadline.remaining(), milliseconds(1)));
+    co.timeout = std::min(kConnectSlice, std::max(deadline.remaining(), milliseconds(1)));
     try {
       auto client = std::make_unique<TcpStore>(co);
       client->set_timeout(call_timeout());
@@ -195,34 +195,50 @@ void StoreRendezvous::report_wait(const std::string& what, const WaitStatus& sta
   write_all(2, line.data(), line.size());
 }
 
+bool StoreRendezvous::wait_slice(const std::vector<std::string>& keys, milliseconds slice, const Deadline& deadline) {
+  auto limit = std::min(slice, std::max(deadline.remaining(), milliseconds(1)));
+  if (auto* tcp = dynamic_cast<TcpStore*>(store_.get())) {
+    try {
+      return tcp->wait_or_wake(keys, limit, signals_.fd());
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) throw;
+      return false;
+    }
+  }
+  // A store that a signal cannot wake (etcd's keeps its watch open across these short waits).
+  Deadline slice_end(limit);
+  while (true) {
+    try {
+      store_->wait(keys, std::min(kWaitSlice, std::max(slice_end.remaining(), milliseconds(1))));
+      return true;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Timeout) throw;
+    }
+    pollfd p{signals_.fd(), POLLIN, 0};
+    if (slice_end.expired() || ::poll(&p, 1, 0) > 0) return false;
+  }
+}
+
 void StoreRendezvous::wait_keys(const std::vector<std::string>& keys, const Deadline& deadline,
                                 const std::string& what, const WaitStatus& status) {
   wait_reported_what_.clear();
   while (true) {
     report_wait(what, status, deadline);
-    try {
-      store_->wait(keys, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
-      return;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Timeout) throw;
-      if (deadline.expired()) raise(ErrorKind::Timeout, what);
-    }
+    if (wait_slice(keys, kKeyWaitSlice, deadline)) return;
+    if (deadline.expired()) raise(ErrorKind::Timeout, what);
     check_signals();
     check_job_running();
   }
 }
 
 void StoreRendezvous::wait_until(const std::function<bool()>& done, const std::function<std::string()>& wake_key,
-                                 const Deadline& deadline, const std::string& what, const WaitStatus& status) {
+                                 const Deadline& deadline, const std::string& what, const WaitStatus& status,
+                                 milliseconds slice) {
   wait_reported_what_.clear();
   while (!done()) {
     report_wait(what, status, deadline);
     if (deadline.expired()) raise(ErrorKind::Timeout, what);
-    try {
-      store_->wait({wake_key()}, std::min(kWaitSlice, std::max(deadline.remaining(), milliseconds(1))));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::Timeout) throw;
-    }
+    wait_slice({wake_key()}, slice, deadline);
     check_signals();
     check_job_running();
   }
@@ -402,7 +418,8 @@ void StoreRendezvous::finish(bool job_over) {
       return true;
     };
     wait_until(acknowledged_or_gone, [&] { return acks.back(); }, deadline,
-               "not every node acknowledged the job's end (one may have died); closing the store anyway");
+               "not every node acknowledged the job's end (one may have died); closing the store anyway", {},
+               kWaitSlice);
   } catch (const Error& e) {
     SPMD_LOG(Warn) << "spmdrun: " << message_of(e);
   } catch (const Interrupted&) {

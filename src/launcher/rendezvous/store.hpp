@@ -66,11 +66,17 @@ class StoreRendezvous : public Rendezvous {
   // signal arrives (throws Interrupted). Every few seconds it says on stderr what it waits for.
   void wait_keys(const std::vector<std::string>& keys, const Deadline& deadline, const std::string& what,
                  const WaitStatus& status = {});
-  // Blocks until done() is true: checks it, then waits up to one slice for the key wake_key()
+  // Blocks until done() is true: checks it, then waits up to `slice` for the key wake_key()
   // names (one whose appearance may change the answer), and so on; the same deadline, signal
-  // and report handling as wait_keys, and Error(Store) when the job ends meanwhile.
+  // and report handling as wait_keys, and Error(Store) when the job ends meanwhile. An answer
+  // that also changes with time (a heartbeat standing still) wants the short kWaitSlice.
   void wait_until(const std::function<bool()>& done, const std::function<std::string()>& wake_key,
-                  const Deadline& deadline, const std::string& what, const WaitStatus& status = {});
+                  const Deadline& deadline, const std::string& what, const WaitStatus& status = {},
+                  std::chrono::milliseconds slice = kKeyWaitSlice);
+  // Waits up to `slice` (less when the deadline is nearer) for keys: true once they all exist,
+  // false when the slice passed or a signal came. On spmdrun's own store a signal wakes the
+  // wait at once; on another store (etcd) within kWaitSlice.
+  bool wait_slice(const std::vector<std::string>& keys, std::chrono::milliseconds slice, const Deadline& deadline);
   // Prints "spmdrun: <what>: waiting for <status>; N s until the timeout" once the wait has
   // lasted a reporting interval since the last such line.
   void report_wait(const std::string& what, const WaitStatus& status, const Deadline& deadline);
@@ -113,9 +119,15 @@ class StoreRendezvous : public Rendezvous {
   std::string store_host_;
   int store_port_ = 0;
   std::optional<std::string> may_host_on_;  // try_host_store's bind address, until open_store connected
-  // Slices of a long store wait: between two slices spmdrun looks at its signals, so Ctrl-C
-  // is answered within this time even while it waits for other nodes.
+  // Slices of a long wait for keys. A signal wakes the wait at once (the store client polls the
+  // signal fd with its answer), so a slice is only how often a waiting node asks whether the
+  // job is still running and reports: one wait and one check every 2.5 s. At 250 ms slices,
+  // 10,000 nodes waiting for a straggler sent ~8*10^4 requests/s to the store's one thread.
+  static constexpr std::chrono::milliseconds kKeyWaitSlice{2500};
+  // Slices of waits whose answer also changes with time (heartbeats standing still) and of
+  // waits on a store that a signal cannot wake (etcd's); a connect attempt's limit.
   static constexpr std::chrono::milliseconds kWaitSlice{250};
+  static constexpr std::chrono::milliseconds kConnectSlice{1000};
   static constexpr std::chrono::milliseconds kCallTimeout{30000};
   // A store call's limit: peer_timeout (5-30 s). A node whose calls go unanswered that long
   // is cut off, just as the others find it lost when its heartbeat stands still that long.

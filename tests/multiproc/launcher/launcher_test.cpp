@@ -339,6 +339,22 @@ TEST(Launcher, ARendezvousThatWaitsSaysWhoIsMissing) {
   EXPECT_EQ(rc.code, 1);
 }
 
+// A node waiting for the others (its store wait lasts seconds) answers Ctrl-C at once, static
+// and c10d alike: exit 130, and it says where it was.
+TEST(Launcher, SigintDuringTheRendezvousStopsTheWait) {
+  Launch static0({"--nnodes", "2", "--node-rank", "0", "--master-port", std::to_string(free_port()),
+                  "--rdzv-id", "waits", print_env_path()});
+  Launch c10d0({"--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(free_port()),
+                "--rdzv-id", "waits", print_env_path()});
+  for (Launch* l : {&static0, &c10d0}) {
+    ASSERT_TRUE(l->wait_for_stderr(": waiting for ", 60s)) << l->stderr_so_far();
+    l->signal(SIGINT);
+    Result r = l->finish();
+    EXPECT_EQ(r.code, 130) << r.err;
+    EXPECT_NE(r.err.find("spmdrun: received SIGINT during the rendezvous; stopped"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Launcher, ProgramThatCannotStartExits127) {
   Result r = run({"--nproc-per-node", "2", "/nonexistent/program"});
   EXPECT_EQ(r.code, 127);
