@@ -250,10 +250,9 @@ struct TcpStore::Impl {
   }
 
   void drop_connection() {
-    {
-      std::lock_guard<std::mutex> lock(fd_mu);
-      fd.reset();
-    }
+    std::unique_lock<std::mutex> lock(fd_mu);
+    fd.reset();
+    lock.unlock();
     unacked = 0;
     reader = wire::FrameReader(kMaxAnswer);
   }
