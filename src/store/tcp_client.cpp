@@ -13,7 +13,6 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "common/net/socket_address.hpp"
 #include "common/env.hpp"
@@ -23,6 +22,7 @@
 #include "store/key_list.hpp"
 #include "store/net.hpp"
 #include "store/request_fits.hpp"
+#include "store/server_linger.hpp"
 #include "store/wire.hpp"
 
 namespace spmd {
@@ -269,20 +269,9 @@ struct TcpStore::Impl {
         SPMD_LOG(Warn) << "closing the store client: " << e.what();
       }
     }
-    if (server) linger();
-  }
-
-  // A process that hosts the store (rank 0 without a launcher) keeps it a little while other
-  // clients are still connected: a rank that fails fast (say, on a Mismatch) must not take the
-  // store away from peers that still need it to learn why (SPMD_STORE_LINGER seconds, default 5).
-  void linger() {
-    drop_connection();
-    auto secs = env::get_seconds("SPMD_STORE_LINGER").value_or(5.0);
-    Deadline until(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000)));
-    size_t others = server->stats().connections;
-    if (others > 0) SPMD_LOG(Info) << "store server: waiting up to " << secs << " s for " << others << " client(s) to leave";
-    while (server->stats().connections > 0 && !until.expired())
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a counter; nothing to wait on
+    if (!server) return;
+    drop_connection();  // ours does not count
+    store::linger_while_connected(*server);
   }
 
   [[noreturn]] void protocol_error(const Request& req, const std::string& what) {
@@ -391,10 +380,7 @@ Bytes TcpStore::compare_set(const std::string& key, const Bytes& expected, const
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
-  if (keys.empty()) return;
-  Request r = make(Op::Wait, keys);
-  r.timeout_ms = to_ms(timeout);
-  impl_->call(r, timeout);
+  wait_or_wake(keys, timeout, -1);  // no fd: never woken
 }
 
 bool TcpStore::wait_or_wake(const std::vector<std::string>& keys, Duration timeout, int wake_fd) {
