@@ -20,7 +20,7 @@ namespace {
   raise(ErrorKind::InvalidArgument,
         std::string(where) + ": '" + std::string(item) + "' " + why +
             " (the form is net=RATE@LATENCY[,host=RATE@LATENCY][,shm=RATE@LATENCY][,msg=TIME]"
-            "[,cores=N@TIME][,fabric=RATE], e.g. net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
+            "[,cores=N@TIME[@RATE]][,fabric=RATE], e.g. net=1Gbit@200us or net=25Gbit@10us,host=8GB@2us,shm=10GB@1us,msg=1us)");
 }
 
 // "12.5" then the rest: the number and the unit after it, lower-cased.
@@ -107,7 +107,10 @@ std::string NetModel::describe() const {
          rate_text(host.bytes_per_s) + " " + latency_text(host.latency_s) + ", shm " + rate_text(shm.bytes_per_s) +
          " " + latency_text(shm.latency_s) + ", " + latency_text(per_message_s) + " per message" +
          (shared_cores.count ? ", every rank on " + std::to_string(shared_cores.count) + " shared cores at " +
-                                   latency_text(shared_cores.per_message_s) + " per message"
+                                   latency_text(shared_cores.per_message_s) + " per message" +
+                                   (shared_cores.copy_bytes_per_s > 0
+                                        ? ", each copying " + rate_text(shared_cores.copy_bytes_per_s)
+                                        : "")
                              : "") +
          (fabric_bytes_per_s > 0 ? ", every flow between hosts through " + rate_text(fabric_bytes_per_s) + " in all" : "") +
          (window_bytes > 0 ? ", flows between hosts of up to " + std::to_string(static_cast<uint64_t>(window_bytes)) +
@@ -147,9 +150,11 @@ NetModel parse_net_model(std::string_view text, std::string_view where) {
     }
     if (eq == std::string_view::npos || at == std::string_view::npos || at < eq)
       bad(where, item, "is not CLASS=RATE@LATENCY");
-    if (item.substr(0, eq) == "cores") {
-      m.shared_cores = {parse_cores(where, item, item.substr(eq + 1, at - eq - 1)),
-                        parse_latency(where, item, item.substr(at + 1))};
+    if (item.substr(0, eq) == "cores") {  // cores=N@TIME[@RATE]
+      const size_t copy_at = item.find('@', at + 1);
+      const std::string_view time = item.substr(at + 1, copy_at == std::string_view::npos ? std::string_view::npos : copy_at - at - 1);
+      m.shared_cores = {parse_cores(where, item, item.substr(eq + 1, at - eq - 1)), parse_latency(where, item, time),
+                        copy_at == std::string_view::npos ? 0.0 : parse_rate(where, item, item.substr(copy_at + 1))};
       any = true;
       continue;
     }

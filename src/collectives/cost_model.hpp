@@ -19,6 +19,8 @@
 //   SPMD_NET="net=25Gbit@10us,shm=10GB@1us,msg=1us"  the shared-memory phases, per message
 //   SPMD_NET="net=1Gbit@20us,cores=2@24us"     every rank of the job shares 2 cores, and each
 //                                              message costs them 24 us (an emulated cluster)
+//   SPMD_NET="net=8GB@20us,cores=2@10us@9GB"    ... and each of them copies 9 GB/s (both ends of
+//                                              every socket's flow, every shared-memory copy)
 //   SPMD_NET="net=10GB@2ms,fabric=2GB"         every flow between hosts at once shares 2 GB/s
 //                                              (an oversubscribed fabric; the emulated cluster's
 //                                              delaying relay, one process for every link)
@@ -52,9 +54,17 @@ struct NetModel {
   // costing one core its own `per_message_s` (waking its receiver, the system calls); a roofline
   // over the schedule's price (predict_seconds). 0 cores: each rank has a core of its own (a
   // real cluster), and messages cost only the per_message_s above.
+  // With a copy rate (cores=N@TIME@RATE) the cores copy too: every byte a socket carries twice
+  // (its sender's copy in and its receiver's copy out, between hosts or within one) and every
+  // shared-memory copy once, each core at `copy_bytes_per_s`; the roofline counts that work
+  // beside the messages'. Where the cores copy every flow's bytes, one flow alone has them to
+  // itself and many at once share them: on unshaped emulated links a lone flow read 8,756 MB/s
+  // and each of a ring's 3,337; the links' rate (net=) is then a lone flow's, and the roofline
+  // holds flows that run together to the cores' share (cost_model.sh calibrates both).
   struct SharedCores {
     int count = 0;
     double per_message_s = 0;
+    double copy_bytes_per_s = 0;  // 0: copies cost the cores nothing (the links' rates hold them)
   } shared_cores;
   // What every flow between hosts shares, all at once, besides each host's interface: an
   // oversubscribed fabric's core, or the emulated cluster's delaying relay (tests/multinode's

@@ -28,9 +28,10 @@ struct Flow {
 
 // One thing a call keeps busy, for calls back to back (predict_loop_seconds): host `host`'s
 // interface out or in, or its ranks' own copies (the busiest rank's), or the fabric every host
-// shares (NetModel::fabric_bytes_per_s; `host` unused).
+// shares (NetModel::fabric_bytes_per_s; `host` unused), or the copies every rank makes on the
+// cores they share (NetModel::SharedCores::copy_bytes_per_s: core-seconds; `host` unused).
 struct Resource {
-  enum Kind { kOut, kIn, kLocal, kFabric } kind;
+  enum Kind { kOut, kIn, kLocal, kFabric, kCores } kind;
   int host;
 };
 
@@ -90,6 +91,7 @@ class Schedule {
   // host and `local` bytes copied by each rank keeps it busy.
   // (The fabric carries every host's `net`: hosts are alike wherever this is called.)
   double load(double net, double local) const {
+    if (load_.kind == Resource::kCores) return 0;  // callers count the cores' copies themselves (cores_load)
     if (load_.kind == Resource::kFabric) return fabric_seconds(net * layout_.hosts);
     return load_.kind == Resource::kLocal ? local / m_.host.bytes_per_s : net / m_.net.bytes_per_s;
   }
@@ -112,7 +114,7 @@ class Schedule {
     int cross = 0;
     for (int o = 0; o < l && o < p_; ++o) cross += host((o + d) % p_) != 0 ? 1 : 0;
     const double net_bytes = cross * m_.paced(bytes);
-    if (loading()) return load(net_bytes, cross < l ? bytes : 0.0);
+    if (loading()) return cores_load(2 * p_ * bytes) + load(net_bytes, cross < l ? bytes : 0.0);
     return step(std::max(cross ? m_.net.latency_s + net_seconds(net_bytes, net_bytes * layout_.hosts) : 0.0,
                          cross < l ? m_.host.latency_s + bytes / m_.host.bytes_per_s : 0.0),
                 p_);
@@ -122,7 +124,7 @@ class Schedule {
   // `steps` steps (each pays the latency; the bytes and messages are the same).
   double exchange(double bytes, int steps = 1) const {
     const double l = layout_.per_host, p = p_, paced = m_.paced(bytes);
-    if (loading()) return load(l * (p - l) * paced, (l - 1) * bytes);
+    if (loading()) return cores_load(2 * p * (p - 1) * bytes) + load(l * (p - l) * paced, (l - 1) * bytes);
     const double net_t =
         p > l ? steps * m_.net.latency_s + net_seconds(l * (p - l) * paced, p * (p - l) * paced) : 0.0;
     const double local_t = l > 1 ? steps * m_.host.latency_s + (l - 1) * bytes / m_.host.bytes_per_s : 0.0;
@@ -141,7 +143,8 @@ class Schedule {
   double on_host(double bytes) const {
     if (layout_.per_host < 2) return 0;
     const double copies = bytes >= kLocalSingleCopy ? 1.0 : layout_.per_host;
-    if (loading()) return shm_load(copies * bytes);
+    // The cores: single-copy, every rank's data copied once; through the slots, into them and out.
+    if (loading()) return cores_load(p_ * bytes * (bytes >= kLocalSingleCopy ? 1 : 2)) + shm_load(copies * bytes);
     return step(m_.shm.latency_s + copies * bytes / m_.shm.bytes_per_s, kShmMessages);
   }
   // What a shared-memory phase's arrivals count in the shared cores' roofline (counting()):
@@ -156,10 +159,15 @@ class Schedule {
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
-    if (loading()) return copy(bytes);  // one rank per host copies its own: the same bytes
+    if (loading()) return cores_load(layout_.hosts * bytes) + shm_load(bytes);  // one rank per host copies its own
     return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), kShmMessages);
   }
-  double copy(double bytes) const { return loading() ? shm_load(bytes) : step(bytes / m_.shm.bytes_per_s, 0); }
+  // A rank's copy of `bytes` on its own: every rank's, or `copiers` ranks' (the leaders', the root's).
+  double copy(double bytes, int copiers = 0) const {
+    if (loading()) return cores_load((copiers ? copiers : p_) * bytes) + shm_load(bytes);
+    return step(bytes / m_.shm.bytes_per_s, 0);
+  }
+  int hosts() const { return layout_.hosts; }
   int per_host() const { return layout_.per_host; }
 
   double barrier() const {
@@ -239,7 +247,8 @@ class Schedule {
     const int l = std::min(layout_.per_host, p_);
     const bool across = layout_.hosts > 1;
     const double paced = m_.paced(bytes);
-    if (loading()) return load(across ? steps * paced : 0.0, l > 1 ? steps * bytes : 0.0);  // a host's last rank crosses
+    if (loading())  // a host's last rank crosses
+      return cores_load(2.0 * steps * p_ * bytes) + load(across ? steps * paced : 0.0, l > 1 ? steps * bytes : 0.0);
     auto wire = [&](int i) {  // local index i sends to i + 1: across hosts when it is the host's last
       if (i == l - 1 && across) return std::pair<double, double>{net_seconds(paced, paced * layout_.hosts), m_.net.latency_s};
       return std::pair<double, double>{bytes / m_.host.bytes_per_s, m_.host.latency_s};
@@ -347,9 +356,19 @@ class Schedule {
       : layout_(layout), m_(m), p_(layout.ranks()), mode_(mode), load_(r) {}
   // Shared-memory copies of `bytes` by each rank of every host: the local resource's.
   double shm_load(double bytes) const { return load_.kind == Resource::kLocal ? bytes / m_.shm.bytes_per_s : 0.0; }
+  // Where load_ is the shared cores: the core-seconds of copying `bytes` (all ranks' together).
+  double cores_load(double bytes) const {
+    const double rate = m_.shared_cores.copy_bytes_per_s;
+    return load_.kind == Resource::kCores && rate > 0 ? bytes / rate : 0.0;
+  }
   // What flows that run at once keep load_ busy: the bytes through its host's interface, or the
   // most one rank of its host copies (each end of a local flow copies; half each, as flows()).
   double load_of(const std::vector<Flow>& fs) const {
+    if (load_.kind == Resource::kCores) {  // both ends of every flow copy its bytes
+      double bytes = 0;
+      for (const Flow& f : fs) bytes += 2 * f.bytes;
+      return cores_load(bytes);
+    }
     double net = 0, total = 0;
     std::vector<double> local(static_cast<size_t>(layout_.per_host));
     for (const Flow& f : fs) {

@@ -77,7 +77,7 @@ double hier_reduce_pipelined(size_t bytes, int k, const Schedule& lead, const Sc
 // first), the root's copy between its buffers and the host-ordered region.
 double hier_gather_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
   const double chunk = static_cast<double>(bytes) / k, host_chunk = chunk * s.per_host() / s.size();
-  return lead.barrier() + s.pipelined(s.at_leader(host_chunk), lead.star(host_chunk, true), s.copy(chunk), k) +
+  return lead.barrier() + s.pipelined(s.at_leader(host_chunk), lead.star(host_chunk, true), s.copy(chunk, 1), k) +
          s.on_host(0);
 }
 double hier_scatter_pipelined(size_t bytes, int k, const Schedule& lead, const Schedule& s) {
@@ -93,7 +93,7 @@ double hier_all_to_all_pipelined(size_t bytes, int k, const Schedule& lead, cons
   const double message = s.per_host() * s.per_host() * chunk / s.size();  // per pair of hosts
   const double exchange =
       hier::leaders_pairwise(k, message) ? lead.pairwise(message) : lead.direct_all_to_all(message);
-  return s.pipelined(s.copy(chunk) + s.at_leader(host_rows), 2 * s.copy(host_rows) + exchange,
+  return s.pipelined(s.copy(chunk) + s.at_leader(host_rows), 2 * s.copy(host_rows, s.hosts()) + exchange,
                      s.at_leader(host_rows) + s.copy(chunk), k);
 }
 
@@ -215,11 +215,14 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
 // (a roofline: the schedule's latencies and the cores' work are not added, as a loop of calls
 // overlaps them; priced step by step, 64 KiB calls read too high, their agreement rounds' work
 // hiding under the previous call's transfers). 0 where each rank has a core of its own.
+// With a copy rate, their copies too (cores=N@TIME@RATE): both add up, one core's work either way.
 double shared_cores_floor(Collective c, std::string_view a, size_t bytes, const Schedule& s) {
   const NetModel::SharedCores& cores = s.model().shared_cores;
   if (cores.count == 0) return 0;
   const double messages = *predict(c, a, static_cast<double>(bytes), bytes, s.counting());
-  return messages * cores.per_message_s / cores.count;
+  const double copying =
+      cores.copy_bytes_per_s > 0 ? *predict(c, a, static_cast<double>(bytes), bytes, s.loading({Resource::kCores, 0})) : 0.0;
+  return (messages * cores.per_message_s + copying) / cores.count;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// The cost model's fabric (SPMD_NET's fabric=RATE): what every flow between hosts shares at
-// once besides its hosts' interfaces.
+// What flows that run at once share in the cost model besides their hosts' interfaces: the
+// fabric (SPMD_NET's fabric=RATE) and the shared cores' copies (cores=N@TIME@RATE).
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/cost_programs.hpp"
+#include "spmd/error.hpp"
 
 namespace spmd::algo {
 namespace {
@@ -49,6 +50,34 @@ TEST(CostModel, AFabricIsSharedByEveryFlowBetweenHosts) {
   EXPECT_NEAR(critical_path(two, Layout{4, 1}, m), 2e6 / 1.5e9, 1e-9);
   // Calls back to back: the fabric is a resource the loop's busiest time counts.
   EXPECT_NEAR(*predict_loop_seconds(Collective::AllReduce, "ring", 3 * 21845, three, m), 4 * 3 * 21845 / 1.5e9, 1e-9);
+}
+
+// cores=N@TIME@RATE: every rank shares N cores that copy each flow's bytes at both ends (and
+// each shared-memory copy once), each core at RATE; the call takes at least that work over N.
+TEST(CostModel, SharedCoresCopyEveryFlowAtBothEnds) {
+  const NetModel parsed = parse_net_model("net=8GB@20us,cores=2@10us@9GB");
+  EXPECT_DOUBLE_EQ(parsed.shared_cores.copy_bytes_per_s, 9e9);
+  EXPECT_DOUBLE_EQ(parsed.shared_cores.per_message_s, 10e-6);
+  EXPECT_NE(parsed.describe().find("each copying 72 Gbit/s"), std::string::npos) << parsed.describe();
+  EXPECT_DOUBLE_EQ(parse_net_model("net=8GB@20us,cores=2@10us").shared_cores.copy_bytes_per_s, 0);
+  for (const char* bad : {"cores=2@10us@fast", "cores=2@10us@", "cores=2@10us@9"})
+    EXPECT_THROW(parse_net_model(bad), Error) << bad;
+  // Links far faster than the cores, no latency, no cost per message: the cores' copies alone.
+  NetModel m = bandwidth_only(1e13);
+  const NetModel open = m;
+  m.shared_cores = {2, 0, 1e9};
+  const Layout three{3, 1};
+  // A ring all_reduce of 3 MB: 4 steps of 3 flows of 1 MB, each copied twice: 24 MB on 2 cores.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "ring", 3e6, three, m), 12e-3, 1e-5);
+  EXPECT_LT(*predict_seconds(Collective::AllReduce, "ring", 3e6, three, open), 1e-5);
+  // A flat broadcast of 1 MB: 2 flows, 4 MB of copies; every rank to every other (direct
+  // reduce_scatter of 3 MB): 6 flows of 1 MB, 12 MB.
+  EXPECT_NEAR(*predict_seconds(Collective::Broadcast, "flat", 1e6, three, m), 2e-3, 1e-5);
+  EXPECT_NEAR(*predict_seconds(Collective::ReduceScatter, "direct", 3e6, three, m), 6e-3, 1e-5);
+  // Within a host the same: 2 hosts x 2 ranks, recursive doubling of 1 MB: 2 steps of 4 flows.
+  EXPECT_NEAR(*predict_seconds(Collective::AllReduce, "recursive_doubling", 1e6, Layout{2, 2}, m), 8e-3, 1e-5);
+  // Calls back to back take it too.
+  EXPECT_NEAR(*predict_loop_seconds(Collective::AllReduce, "ring", 3e6, three, m), 12e-3, 1e-5);
 }
 
 }  // namespace
