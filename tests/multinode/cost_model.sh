@@ -4,9 +4,8 @@
 # measured classes become SPMD_NET, and then every algorithm of each collective is forced in
 # turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
 # layout, and set beside spmd-sim's prediction for the same shape and links (and the 2 cores
-# every rank of the emulated cluster shares: shared_cores below; and, with --delay, where a
-# lone flow between two nodes outruns a ring's, the fabric every flow shares, and what a flow
-# between hosts moves in one latency, TCP's window: calibrate below).
+# every rank of the emulated cluster shares, their messages and copies; with --delay the
+# fabric every flow shares and TCP's window: shared_cores and calibrate below).
 # Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
@@ -126,13 +125,15 @@ smaller() { if [[ -z $2 ]] || awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }';
 # at once measures the scheduler more than the sync: 0.5 ms with 6 ranks on 2 cores); shm: a
 # 4 MiB single-copy broadcast on each node at once (the rate).
 # A second word, for spmd-sim's predictions only (the jobs choose with the first, as on a
-# cluster that shares nothing beyond the interfaces): with --delay, where a lone flow (a flat
-# broadcast of 4 MiB from node 0 to node 1) moves more than 1.25x a ring's flow, the delaying
-# relay, one process for every link, limits the ring: "net=LONE@LATENCY,fabric=NODES x RING"
-# (NetModel::fabric_bytes_per_s; with 2 ms links on 2026-12-01 a ring of 3 read 114 MB/s a
-# flow, a broadcast to two 170, about 350 in all both times), else "-". Not without delay:
-# there a lone flow read 8,756 MB/s against a ring's 3,337 (its two ends on two cores), and a
-# fabric of 4 rings' worth priced the grid's rows from 1 MiB within 25 % in 1 of 70, not 14.
+# cluster that shares nothing beyond the interfaces), where a lone flow (a flat broadcast of
+# 4 MiB from node 0 to node 1) moves more than 1.25x a ring's: with --delay the delaying relay,
+# one process for every link, limits the ring: "net=LONE@LATENCY,fabric=NODES x RING"
+# (NetModel::fabric_bytes_per_s; 2 ms links, 2026-12-01: a ring of 3 read 114 MB/s a flow, a
+# broadcast to two 170, ~350 in all both times); unshaped, the 2 cores copy every flow at both
+# ends (a lone flow has one at each end, a ring of 4 shares them: 8,756 MB/s against 3,337):
+# "net=LONE@LATENCY", and a third word, LONE, each core's copy rate (cores=N@TIME@RATE). So the
+# six unshaped pinned grids of 2026-11-30/12-01 read 44-53 of 70 rows from 1 MiB within 25 %,
+# not 18-32 (a fabric of 4 rings: 1 of 70), 83-99 of 140 below, not 70-81. Else "-" for each.
 # With --delay the ring of 8 B-2 MiB too: the largest flow whose time beyond one latency (or
 # the 8-byte one's) is under a quarter of its bytes at the ring's rate (flows up to it arrive in one latency: TCP's window)
 # adds ",window=BYTES" there (NetModel::window_bytes; with 2 ms links and cubic on 2026-12-01,
@@ -163,13 +164,13 @@ calibrate() {
     read -r s h4 <<<"$(bench cal_net "$max_nodes" 1 sendrecv)"
     t4=$(smaller "$h4" "$t4")
   done
-  if [[ -n ${MN_DELAY:-} ]]; then
+  if [[ -n ${MN_DELAY:-} || $rate == none ]]; then
     sizes=8,4M
     for try in 1 2; do
       read -r s l8 s l4 <<<"$(bench cal_lone 2 1 broadcast SPMD_ALGO=broadcast=flat | tr '\n' ' ')"
       lone=$(smaller "$((${l4%.*} - ${l8%.*}))" "$lone")
     done
-    if [[ ${SPMD_SOCKET_CONGESTION:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)} != bbr ]]; then
+    if [[ -n ${MN_DELAY:-} && ${SPMD_SOCKET_CONGESTION:-$(cat /proc/sys/net/ipv4/tcp_congestion_control)} != bbr ]]; then
       sizes=8,256K,512K,1M,2M  # each size's median of 3 jobs: one read 256 KiB in 1.8 ms, the next 3.1
       win=$(for try in 1 2 3; do bench cal_win "$max_nodes" 1 sendrecv | tr '\n' ' '; echo; done | awk '
         { for (i = 1; i < NF; i += 2) { size[i] = $i; t[i, NR] = $(i + 1) } n = NF }
@@ -194,20 +195,21 @@ calibrate() {
   done
   warm=1 iters=$given_iters
   sizes=$saved
-  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" -v lone="$lone" -v nodes="$max_nodes" -v win="$win" 'BEGIN {
+  awk -v t8="$t8" -v t4="$t4" -v h8="$h8" -v h4="$h4" -v b4="$b4" -v lat="$lat" -v lone="$lone" -v nodes="$max_nodes" -v win="$win" -v delay="${MN_DELAY:-}" 'BEGIN {
     s = 4194304; net = s / ((t4 > t8 ? t4 - t8 : t4) * 1e-6); sync = h8 / 2
     # a difference that is not positive (a stall in the short time): the whole 4 MiB time
     host = s / ((h4 > h8 ? h4 - h8 : h4) * 1e-6); shm = s / ((b4 > sync ? b4 - sync : b4) * 1e-6)
     printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus", net / 1e6, lat,
       host / 1e6, h8, shm / 1e6, sync, h8 / 2
-    one = lone > 0 ? s / (lone * 1e-6) : 0; more = ""
-    if (one > 1.25 * net) more = sprintf(",net=%.0fMB@%.0fus,fabric=%.0fMB", one / 1e6, lat, nodes * net / 1e6)
+    one = lone > 0 ? s / (lone * 1e-6) : 0; more = ""; copy = "-"
+    if (one > 1.25 * net && delay != "") more = sprintf(",net=%.0fMB@%.0fus,fabric=%.0fMB", one / 1e6, lat, nodes * net / 1e6)
+    if (one > 1.25 * net && delay == "") { more = sprintf(",net=%.0fMB@%.0fus", one / 1e6, lat); copy = sprintf("%.0fMB", one / 1e6) }
     # win: "8 t 262144 t ..."; times beyond one latency at least (a loop of 8-byte calls on the
     # ring read 1.3 ms with 2 ms links: its calls overlap)
     n = split(win, w, " "); window = 0; one_lat = w[2] > lat ? w[2] : lat
     for (i = 3; i < n; i += 2) if (w[i + 1] - one_lat < 0.25 * w[i] / net * 1e6) window = w[i]
     if (window > 0) more = more ",window=" window
-    printf " %s\n", more == "" ? "-" : substr(more, 2) }'
+    printf " %s %s\n", more == "" ? "-" : substr(more, 2), copy }'
 }
 
 # The cores every rank of the emulated cluster shares (its nodes are namespaces of this
@@ -221,10 +223,9 @@ calibrate() {
 # time they leave is the cores' (its steps wait for each other, so the two add up there).
 # Below, the whole ring is the cores': without delay the links' latency is itself what waking a
 # rank costs them (the ring priced 52-58 % of 0.58-0.65 ms on 4 x 2 pinned, 2026-11-30), and
-# with 200 us (74-75 %) the whole ring read better too. Judged again with each (spmd-sim
-# --loop), the pinned grids' forced rows within 25 %: 181 and 183 of 210 at 1 Gbit/s, 184 and 175
-# at 100 Mbit/s, 179 and 129 with 200 us, against 169, 166, 168, 162, 175 and 117 with the time
-# the links leave taken whenever they priced over half the ring; with 2 ms, 148 against 132.
+# with 200 us (74-75 %) the whole ring read better too (the pinned grids' forced rows within
+# 25 %, 1 Gbit/s, 100 Mbit/s, 200 us: 181/183, 184/175, 179/129 of 210, against 169/166,
+# 168/162, 175/117 taking the links' time over half the ring; 2 ms: 148 against 132).
 # shared_cores SPMD_NET: prints cores=N@TIME.
 shared_cores() {
   local saved=$sizes warm=80 iters=40 s t="" x links p=$((max_nodes * 2)) try
@@ -287,10 +288,11 @@ for rate in ${rates//,/ }; do
   ((${#sync[@]})) && label+=+sync
   [[ -n ${MN_PIN:-} ]] && label+=+pin
   [[ -n ${SPMD_SOCKET_CONGESTION:-} ]] && label+=+$SPMD_SOCKET_CONGESTION
-  read -r net fabric <<<"$(calibrate)"
+  read -r net more copy <<<"$(calibrate)"
   [[ -n $net ]] || exit 1
   cores=$(shared_cores "$net") || exit 1
-  [[ $fabric != - ]] && cores+=",$fabric"
+  [[ $copy != - ]] && cores+="@$copy"
+  [[ $more != - ]] && cores+=",$more"
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
   for layout in ${layouts//,/ }; do
