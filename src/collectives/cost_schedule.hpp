@@ -159,7 +159,7 @@ class Schedule {
   // A shared-memory phase where one rank per host copies `bytes` (a gather's or scatter's
   // blocks at their leader), and a rank's copy of its own.
   double at_leader(double bytes) const {
-    if (loading()) return cores_load(layout_.hosts * bytes) + shm_load(bytes);  // one rank per host copies its own
+    if (loading()) return copy(bytes, layout_.hosts);  // one rank per host copies its own
     return layout_.per_host < 2 ? copy(bytes / layout_.per_host) : step(m_.shm.latency_s + copy(bytes), kShmMessages);
   }
   // A rank's copy of `bytes` on its own: every rank's, or `copiers` ranks' (the leaders', the root's).

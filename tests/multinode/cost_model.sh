@@ -202,8 +202,8 @@ calibrate() {
     printf "net=%.0fMB@%.0fus,host=%.0fMB@%.0fus,shm=%.0fMB@%.0fus,msg=%.0fus", net / 1e6, lat,
       host / 1e6, h8, shm / 1e6, sync, h8 / 2
     one = lone > 0 ? s / (lone * 1e-6) : 0; more = ""; copy = "-"
-    if (one > 1.25 * net && delay != "") more = sprintf(",net=%.0fMB@%.0fus,fabric=%.0fMB", one / 1e6, lat, nodes * net / 1e6)
-    if (one > 1.25 * net && delay == "") { more = sprintf(",net=%.0fMB@%.0fus", one / 1e6, lat); copy = sprintf("%.0fMB", one / 1e6) }
+    if (one > 1.25 * net) more = sprintf(",net=%.0fMB@%.0fus", one / 1e6, lat)
+    if (more != "") { if (delay != "") more = more sprintf(",fabric=%.0fMB", nodes * net / 1e6); else copy = sprintf("%.0fMB", one / 1e6) }
     # win: "8 t 262144 t ..."; times beyond one latency at least (a loop of 8-byte calls on the
     # ring read 1.3 ms with 2 ms links: its calls overlap)
     n = split(win, w, " "); window = 0; one_lat = w[2] > lat ? w[2] : lat
