@@ -11,7 +11,7 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--cc NAME] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--cc NAME] [--jobs-cores] [--out FILE.md]
 #   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
 #     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
 #   --sync: spmd-bench --sync, a barrier before each timed call: one call's time from a common
@@ -21,6 +21,7 @@
 #     MN_PIN): each job of a layout finds its ranks where the last one did; rows say rate+pin
 #   --cc: the TCP congestion control of spmd's connections (SPMD_SOCKET_CONGESTION), e.g. cubic,
 #     Linux's default, where the host's default is bbr; rows say rate+NAME
+#   --jobs-cores: where a copy rate is calibrated, the jobs choose with spmd-sim's whole model too
 #   --smoke: 1 Gbit/s, 3x2, all_reduce ring/hier/default at 1 MiB (ctest: the path works)
 #   -c: collectives (default: the eight below); all_to_allv times uneven splits (spmd-bench's
 #     skew), the flat algorithms forced against the default, without predictions, each size
@@ -30,7 +31,7 @@ set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
-rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=()
+rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=() jobs_cores=0
 collectives="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
 while (($#)); do
   case $1 in
@@ -45,6 +46,7 @@ while (($#)); do
     --sync) sync=(--sync); shift ;;
     --pin) export MN_PIN=1; shift ;;
     --cc) export SPMD_SOCKET_CONGESTION=$2; shift 2 ;;
+    --jobs-cores) jobs_cores=1; shift ;;
     --out) out=$2; shift 2 ;;
     *) echo "cost_model.sh: unknown argument $1"; exit 2 ;;
   esac
@@ -216,7 +218,8 @@ calibrate() {
 # machine) and the time a message costs them, for spmd-sim's roofline (SPMD_NET's cores=N@TIME,
 # given to spmd-sim only: the jobs choose as on a cluster with a core per rank, which chose
 # better here: 39 of 48 cells below 1 MiB within 10 % with the roofline, 42 without, when the
-# grid of 2026-11-29 16:51 was judged again). An 8-byte ring all_reduce on every node x 2 ranks:
+# grid of 2026-11-29 16:51 was judged again; with the copy rate too, --jobs-cores, 64 of 72 by
+# the trials' choice on 2026-12-02 12:28, where unshaped grids read 68-70). An 8-byte ring all_reduce on every node x 2 ranks:
 # 2 (P - 1) steps of P messages, 0.99-1.46 ms on 4 x 2 in the runs of 2026-11-28/29, where the
 # links price 0.36: 18-26 us a message over 2 cores. Where the links price most of its time,
 # over 80 % (with 2 ms links: 16.3 ms, priced 14.6, 90 %) the ring waits on them, and only the
@@ -242,14 +245,14 @@ shared_cores() {
 }
 
 # predictions NODES NPROC COLL: "algorithm size predicted us" rows from spmd-sim with $net and
-# $cores, and "default size predicted us algorithm" for the algorithm the jobs' model ($net)
+# $cores, and "default size predicted us algorithm" for the algorithm the jobs' model ($jobs_net)
 # chooses. Calls back to back (spmd-sim --loop), as the jobs time them, or single calls with --sync.
 predictions() {
   local shape=(-c "$3" --nodes "$1" --ranks-per-node "$2" -s "$sizes" --csv) loop=(--loop)
   ((${#sync[@]})) && loop=()
   awk -F, 'NR == FNR { if ($6 == 1) chosen[$3] = $4; next }
     FNR > 1 { print $4, $3, "predicted", $5; if ($4 == chosen[$3]) print "default", $3, "predicted", $5, $4 }' \
-    <("$SIM" "${shape[@]}" --net "$net") <("$SIM" "${shape[@]}" "${loop[@]}" --net "$net,$cores")
+    <("$SIM" "${shape[@]}" --net "$jobs_net") <("$SIM" "${shape[@]}" "${loop[@]}" --net "$net,$cores")
 }
 
 # warm_calls RATE BYTES: untimed calls for rows of BYTES (from 1 MiB) at link rate RATE: 3 rounds
@@ -293,7 +296,8 @@ for rate in ${rates//,/ }; do
   cores=$(shared_cores "$net") || exit 1
   [[ $copy != - ]] && cores+="@$copy"
   [[ $more != - ]] && cores+=",$more"
-  echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores"
+  jobs_net=$net && ((jobs_cores)) && [[ $copy != - ]] && jobs_net="$net,$cores"  # the links alone (shared_cores)
+  echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores$([[ $jobs_net == "$net" ]] || echo ", the jobs' model too")"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
   for layout in ${layouts//,/ }; do
     nodes=${layout%x*} nproc=${layout#*x}
@@ -305,8 +309,8 @@ for rate in ${rates//,/ }; do
         # default: the model with the calibrated links; measured: the links the group measures
         # itself (no SPMD_NET)
         for algo in $algos default measured; do
-          env_algo=(SPMD_ALGO="${coll%v}=$algo" SPMD_NET="$net")  # all_to_allv: all_to_all's
-          [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
+          env_algo=(SPMD_ALGO="${coll%v}=$algo" SPMD_NET="$jobs_net")  # all_to_allv: all_to_all's
+          [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$jobs_net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
           # Every row alike gets untimed calls first, enough for the default's trials to settle
           # (trials.hpp: up to 3 rounds of 3 candidates, a visit of about 30 ms as priced, 3 to

@@ -13,24 +13,26 @@
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
 #   --loop: predict calls back to back (spmd-sim --loop), as the grid times them without --sync
+#   --choose-with-cores: the choices are the model's with the shared cores too (SPMD_NET whole)
 #   --section TEXT: only the table under the first heading that holds TEXT (up to the next
 #   heading), e.g. --section "1 Gbit/s, pinned (2026-11-30 11:40)" in docs/cost_model_grid.md
 # A hier row was measured with the phase among hosts that the model chose then: where the
 # model now chooses another, that row no longer says what hier would take.
 set -uo pipefail
-usage() { sed -n '8,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '8,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 (($# >= 3)) || usage
 bin_dir=$1 table=$2
 shift 2
 [[ -x $bin_dir/spmd-sim ]] || { echo "cost_model_rescore.sh: no spmd-sim in $bin_dir (make build first)"; exit 2; }
 [[ -r $table ]] || { echo "cost_model_rescore.sh: cannot read $table"; exit 2; }
-changes=0 show_rows=0 loop=() section=""
+changes=0 show_rows=0 loop=() section="" with_cores=0
 declare -A nets
 while (($#)); do
   case $1 in
     --changes) changes=1 ;;
     --rows) show_rows=1 ;;
     --loop) loop=(--loop) ;;
+    --choose-with-cores) with_cores=1 ;;
     --section) (($# >= 2)) || usage; section=$2; shift ;;
     *=*) nets[${1%%=*}]=${1#*=} ;;
     *) usage ;;
@@ -57,7 +59,8 @@ rows=$(awk -v labels="${!nets[*]}" 'BEGIN { n = split(labels, l, " "); for (i = 
 sims=$(cut -d' ' -f1-3 <<<"$rows" | sort -u | while read -r label layout coll; do
   sizes=$(awk -v l="$label" -v y="$layout" -v c="$coll" '$1 == l && $2 == y && $3 == c { print $5 }' <<<"$rows" | sort -un | paste -sd,)
   shape=(-c "$coll" --nodes "${layout%x*}" --ranks-per-node "${layout#*x}" -s "$sizes" --csv)
-  links=$(sed -E 's/(^|,)cores=[^,]*//' <<<"${nets[$label]}")
+  links=${nets[$label]}
+  ((with_cores)) || links=$(sed -E 's/(^|,)cores=[^,]*//' <<<"$links")
   awk -F, -v l="$label" -v y="$layout" -v c="$coll" 'NR == FNR { chosen[$3, $4] = $6; next }
     FNR > 1 { print l, y, c, $4, $3, "SIM", $5, chosen[$3, $4] }' \
     <("$bin_dir/spmd-sim" "${shape[@]}" --net "$links") <("$bin_dir/spmd-sim" "${shape[@]}" "${loop[@]}" --net "${nets[$label]}")
