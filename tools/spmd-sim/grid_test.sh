@@ -53,4 +53,22 @@ windowed=$(rescore_section "Unshaped links + 2 ms, pinned, cubic, 1 MiB, the rel
   fail "cost_model_rescore.sh failed on the 07:15 grid: $windowed"
 read -r win_big _ <<<"$(within "from 1 MiB" "$windowed")"
 ((win_big >= 42)) || fail "07:15 grid with window=512K: from 1 MiB only $win_big of 70 predictions within 25 % (46 when written, 22 without): $windowed"
-echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70; with TCP's window (07:15) $win_big of 70"
+# The shared cores' copies (cores=N@TIME@RATE): the unshaped grid of 2026-12-01 00:04 with the
+# links' and the copies' rate a lone flow's, 53 of 70 rows from 1 MiB within 25 % when written
+# (27 with the links measured by a ring); and its choices made with the copies too
+# (--choose-with-cores), 45 of 48 cells below 1 MiB within 10 % when written, 39 without them.
+copies=(--section "Unshaped links, pinned, cubic, 30 ms visits, 21 rounds (2026-12-01 00:04)"
+  "none+pin+cubic=net=8756MB@21us,host=1458MB@18us,shm=5024MB@9us,msg=9us,cores=2@10us@8756MB")
+copied=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop "${copies[@]}") ||
+  fail "cost_model_rescore.sh failed on the 00:04 grid: $copied"
+read -r copy_big _ <<<"$(within "from 1 MiB" "$copied")"
+((copy_big >= 48)) || fail "00:04 grid with the cores' copies: from 1 MiB only $copy_big of 70 within 25 % (53 when written): $copied"
+chosen() { grep "^$1" <<<"$2" | sed -E 's/.*best forced in ([0-9]+) of ([0-9]+) cells.*/\1 \2/'; }
+with=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop --choose-with-cores "${copies[@]}") ||
+  fail "cost_model_rescore.sh --choose-with-cores failed: $with"
+read -r alone _ <<<"$(chosen "below 1 MiB" "$copied")"
+read -r cored cells <<<"$(chosen "below 1 MiB" "$with")"
+[[ $cells == 48 ]] || fail "expected 48 cells below 1 MiB choosing with the cores: $with"
+((cored >= 42 && cored > alone)) ||
+  fail "00:04 grid choosing with the cores: $cored of 48 below 1 MiB (45 when written), with the links alone $alone (39)"
+echo "spmd-sim grid: from 1 MiB $big of 70, below $small of 140 within 25 % (single calls: $single below); 2 ms links: below $far_small of 140, from 1 MiB $far_big of 70; with TCP's window (07:15) $win_big of 70; the cores' copies (00:04) $copy_big of 70, choosing with them $cored of 48 below (alone $alone)"
