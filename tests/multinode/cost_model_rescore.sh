@@ -19,7 +19,7 @@
 # A hier row was measured with the phase among hosts that the model chose then: where the
 # model now chooses another, that row no longer says what hier would take.
 set -uo pipefail
-usage() { sed -n '8,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '8,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 (($# >= 3)) || usage
 bin_dir=$1 table=$2
 shift 2
