@@ -23,6 +23,21 @@ mirror=${SPMD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 die() { echo "debian13-root: $*" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || die "needs root (chroot and mounts); run it as root or with sudo"
 
+# A run killed before its cleanup (SIGKILL, a machine stopped mid-run) leaves its mounts under
+# the root, and the next run would mount over them: they are lifted first, unless a process still
+# runs inside the root (another run's).
+unmount_stale() {
+  local root p m
+  root=$(realpath "$1")
+  for p in /proc/[0-9]*; do
+    m=$(readlink "$p/root" 2>/dev/null) || continue
+    [[ $m == "$root" || $m == "$root"/* ]] && return 0
+  done
+  awk -v r="$root/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -ru | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+}
+
 # Mounts the kernel file systems the tools inside need, runs the command, unmounts in reverse
 # order whatever happened. This checkout is bound at the
 # same path so that paths mean the same inside and outside.
@@ -31,6 +46,7 @@ run_inside() {
   [[ -f $root/.spmd-debootstrap-done ]] || die "$root is not a Debian root made by this script (run it without --run first)"
   local src
   src=$(cd "$(dirname "$0")/.." && pwd)
+  unmount_stale "$root"
   local mounted=()
   cleanup() {
     local i
