@@ -9,7 +9,8 @@
 #   LABEL: a rate column of the table (1gbit, 1gbit+2ms, ...), the rows judged; SPMD_NET: the
 #   links its run measured (cost_model.sh prints them: "== links LABEL: measured SPMD_NET=...",
 #   and the shared cores its predictions add: append ",cores=N@TIME"). The choices are the
-#   model's with the links alone, as the jobs' (cores=... prices the predictions only).
+#   model's with the links alone, as the jobs' (cores=... prices the predictions only; but
+#   --choose-with-cores).
 #   --changes: also list the cells whose choice differs from the table's default
 #   --rows: also print every forced row with the new prediction and its error
 #   --loop: predict calls back to back (spmd-sim --loop), as the grid times them without --sync
@@ -19,7 +20,7 @@
 # A hier row was measured with the phase among hosts that the model chose then: where the
 # model now chooses another, that row no longer says what hier would take.
 set -uo pipefail
-usage() { sed -n '8,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '8,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 (($# >= 3)) || usage
 bin_dir=$1 table=$2
 shift 2

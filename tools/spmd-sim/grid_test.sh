@@ -17,9 +17,9 @@ rescore() {
   bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" \
     --section "1 Gbit/s, pinned (2026-11-30 11:40)" "1gbit+pin=$net" "$@"
 }
-# rescore_section HEADING LABEL=SPMD_NET: another stored grid judged with loops
+# rescore_section HEADING LABEL=SPMD_NET [OPTION...]: another stored grid judged with loops
 rescore_section() {
-  bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop --section "$1" "$2"
+  bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop --section "$1" "$2" "${@:3}"
 }
 # within PART TEXT: "n total" of the predictions within 25 % in PART ("from 1 MiB", "below 1 MiB")
 within() { grep "^$1" <<<"$2" | sed -E 's/.*predictions within 25%: ([0-9]+) of ([0-9]+).*/\1 \2/'; }
@@ -57,14 +57,14 @@ read -r win_big _ <<<"$(within "from 1 MiB" "$windowed")"
 # links' and the copies' rate a lone flow's, 53 of 70 rows from 1 MiB within 25 % when written
 # (27 with the links measured by a ring); and its choices made with the copies too
 # (--choose-with-cores), 45 of 48 cells below 1 MiB within 10 % when written, 39 without them.
-copies=(--section "Unshaped links, pinned, cubic, 30 ms visits, 21 rounds (2026-12-01 00:04)"
+copies=("Unshaped links, pinned, cubic, 30 ms visits, 21 rounds (2026-12-01 00:04)"
   "none+pin+cubic=net=8756MB@21us,host=1458MB@18us,shm=5024MB@9us,msg=9us,cores=2@10us@8756MB")
-copied=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop "${copies[@]}") ||
+copied=$(rescore_section "${copies[@]}") ||
   fail "cost_model_rescore.sh failed on the 00:04 grid: $copied"
 read -r copy_big _ <<<"$(within "from 1 MiB" "$copied")"
 ((copy_big >= 48)) || fail "00:04 grid with the cores' copies: from 1 MiB only $copy_big of 70 within 25 % (53 when written): $copied"
 chosen() { grep "^$1" <<<"$2" | sed -E 's/.*best forced in ([0-9]+) of ([0-9]+) cells.*/\1 \2/'; }
-with=$(bash "$src/tests/multinode/cost_model_rescore.sh" "$bin" "$src/docs/cost_model_grid.md" --loop --choose-with-cores "${copies[@]}") ||
+with=$(rescore_section "${copies[@]}" --choose-with-cores) ||
   fail "cost_model_rescore.sh --choose-with-cores failed: $with"
 read -r alone _ <<<"$(chosen "below 1 MiB" "$copied")"
 read -r cored cells <<<"$(chosen "below 1 MiB" "$with")"
