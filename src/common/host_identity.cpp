@@ -39,4 +39,14 @@ std::string this_host_identity() {
   return "SPMD_HOST_ID=" + *forced + "/" + machine_identity();
 }
 
+std::string kernel_of_identity(const std::string& identity) {
+  // Read from the end: SPMD_HOST_ID's value may hold '/', a host name and a namespace link
+  // ("net:[4026531840]") never do.
+  const size_t ns = identity.rfind('/');
+  if (ns == std::string::npos || ns == 0 || identity.compare(ns + 1, 4, "net:") != 0) return "";
+  const size_t boot = identity.rfind('/', ns - 1);
+  if (boot == std::string::npos || ns - boot - 1 < 8) return "";
+  return identity.substr(boot + 1, ns - boot - 1);
+}
+
 }  // namespace spmd

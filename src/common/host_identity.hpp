@@ -24,4 +24,9 @@ namespace spmd {
 // travel in newline-separated records).
 std::string this_host_identity();
 
+// The kernel part of an identity by the rule above (its boot id), or "" where the identity
+// does not say (the process-id form, or a test's made-up name). Hosts whose identities name one
+// kernel are namespaces or containers of one machine: their "links" are its own copies.
+std::string kernel_of_identity(const std::string& identity);
+
 }  // namespace spmd

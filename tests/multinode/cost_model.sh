@@ -451,5 +451,7 @@ per_node_job measured 3 env SPMD_DEBUG=INFO SPMD_NET= "$SPMDRUN" --nnodes 3 --no
   fail "the run without SPMD_NET failed: $(all_output measured | tail -20)"
 output_has measured "chosen by the $measured_links_re, .*measured while the group was made" ||
   fail "no measured links at INFO: $(all_output measured | grep -i model | head)"
+output_has measured "measured while the group was made.*hosts 0 and 1 run on one kernel" ||
+  fail "the measured model does not say that its nodes (namespaces of this machine) share a kernel: $(all_output measured | grep -i model | head -1)"
 echo "measured: $(all_output measured | grep -oE "$measured_links_re" | head -1)"
 echo "multinode cost model: 1 passed, 0 failed"

@@ -7,6 +7,9 @@
 
 #include <cstdio>
 
+#include <unistd.h>
+
+#include "common/host_identity.hpp"
 #include "spmd/error.hpp"
 
 namespace spmd {
@@ -26,6 +29,20 @@ constexpr int kPings = 8;
 constexpr size_t kSmall = 256 << 10, kLarge = 1 << 20;
 constexpr int kRounds = 2;
 constexpr uint64_t kProbeSeq = uint64_t{1} << 62;  // point-to-point numbers no program reaches
+
+// Where hosts 0 and 1 are namespaces or containers of one machine (one boot id), what was
+// measured is that machine's copies by cores every rank shares, not a network: a lone flow reads
+// its cores' copy rate (8.6 GB/s on this project's 2-core VM) where a ring of four flows gets
+// 3.3 GB/s each. Said with the model, so that SPMD_DEBUG=INFO explains choices made on it.
+std::string one_kernel_note(const Locality& loc) {
+  if (loc.host_ids.size() < 2) return "";
+  const std::string k0 = kernel_of_identity(loc.host_ids[0]), k1 = kernel_of_identity(loc.host_ids[1]);
+  if (k0.empty() || k0 != k1) return "";
+  return "; hosts 0 and 1 run on one kernel (boot id " + k0.substr(0, 8) +
+         "...): these links are that machine's own copies by its " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) +
+         " cores, which all its ranks share, not a network; SPMD_NET=...,cores=N@TIME@RATE describes them "
+         "(docs/multinode.md, the cost model)";
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -89,7 +106,7 @@ algo::NetModel measure_links(Transport& t, Store& store, const std::string& pref
   if (std::sscanf(text.c_str(), "%la %la", &m.net.latency_s, &m.net.bytes_per_s) != 2 || m.net.bytes_per_s <= 0)
     raise(ErrorKind::InvalidArgument, "the links measured for group " + prefix + " read back as '" + text + "'");
   m.origin = "measured while the group was made, between ranks " + std::to_string(a) + " and " + std::to_string(b) +
-             ", the leaders of hosts 0 and 1; SPMD_NET sets it instead";
+             ", the leaders of hosts 0 and 1; SPMD_NET sets it instead" + one_kernel_note(loc);
   return m;
 }
 

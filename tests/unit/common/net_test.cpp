@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -150,6 +151,21 @@ TEST(HostIdentity, SpmdHostIdSplitsButNeverJoins) {
   EXPECT_THROW(spmd::this_host_identity(), Error);
   ::unsetenv("SPMD_HOST_ID");
   EXPECT_EQ(spmd::this_host_identity(), machine);
+}
+
+TEST(HostIdentity, KernelPartIsTheBootIdWhateverTheOverride) {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  ::unsetenv("SPMD_HOST_ID");
+  EXPECT_EQ(spmd::kernel_of_identity(spmd::this_host_identity()), boot);
+  ::setenv("SPMD_HOST_ID", "rack/3/node7", 1);  // an override holding '/' still names this kernel
+  EXPECT_EQ(spmd::kernel_of_identity(spmd::this_host_identity()), boot);
+  ::unsetenv("SPMD_HOST_ID");
+  const std::string id = "node0/0d5c8c1e-2a4b-4f0e-9a51-6c9e0a7b1f22/net:[4026531840]";
+  EXPECT_EQ(spmd::kernel_of_identity(id), "0d5c8c1e-2a4b-4f0e-9a51-6c9e0a7b1f22");
+  EXPECT_EQ(spmd::kernel_of_identity("node0/pid:4242"), "");  // /proc did not say: unknown
+  EXPECT_EQ(spmd::kernel_of_identity("host0"), "");           // a test's made-up name
+  EXPECT_EQ(spmd::kernel_of_identity("a/b/net:[1]"), "");     // too short to be a boot id
 }
 
 }  // namespace
