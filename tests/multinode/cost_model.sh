@@ -5,7 +5,7 @@
 # turn (SPMD_ALGO) and timed by spmd-bench, next to the default (the model's choice), on each
 # layout, and set beside spmd-sim's prediction for the same shape and links (and the 2 cores
 # every rank of the emulated cluster shares, their messages and copies; with --delay the
-# fabric every flow shares and TCP's window: shared_cores and calibrate below).
+# fabric every flow shares and TCP's window: shared_cores and calibrate in cost_model_links.sh).
 # Prints one row per (rate, layout, collective, algorithm, size) and three summaries: the
 # predictions within 25% of the measurements, the default within 10% of the best forced
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
