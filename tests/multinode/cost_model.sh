@@ -11,12 +11,15 @@
 # algorithm (and its worst ratio), and hier against the flat ring for all_reduce from 1 MiB.
 #
 # Usage: cost_model.sh BIN_DIR [--smoke] [--rates 1gbit,100mbit,none] [--layouts 3x1,3x2,4x2]
-#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--pin] [--cc NAME] [--jobs-cores] [--out FILE.md]
+#          [--delay 200us|2ms] [-s SIZES] [-n ITERS] [-r ROUNDS] [--sync] [--window W] [--pin] [--cc NAME] [--jobs-cores] [--out FILE.md]
 #   --delay: every packet towards a node is held that long (link_relay; see cluster.sh's
 #     MN_DELAY): one way between nodes, the round trip gains twice that; rows say rate+delay
 #   --sync: spmd-bench --sync, a barrier before each timed call: one call's time from a common
 #     start, what spmd-sim predicts (a loop's ranks run ahead into the next call: a chain
 #     broadcast's time in a loop is one transfer at any length of chain); rows say rate+sync
+#   --window W: spmd-bench --window W, a job's time the median of W-call windows' means, not of
+#     single calls (a 3-rank ring over 2 ms links alternates short and long calls at a rank, and
+#     their median read 1.5x its loop's rate); rows say rate+wW
 #   --pin: every node's processes on one core, node I on core I mod (cores) (cluster.sh's
 #     MN_PIN): each job of a layout finds its ranks where the last one did; rows say rate+pin
 #   --cc: the TCP congestion control of spmd's connections (SPMD_SOCKET_CONGESTION), e.g. cubic,
@@ -31,7 +34,7 @@ set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
-rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=() jobs_cores=0
+rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=() window=() windowed=0 jobs_cores=0
 collectives="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
 while (($#)); do
   case $1 in
@@ -44,6 +47,8 @@ while (($#)); do
     -r) rounds=$2; shift 2 ;;
     -c) collectives=${2//,/ }; shift 2 ;;
     --sync) sync=(--sync); shift ;;
+    --window) [[ $2 =~ ^[1-9][0-9]{0,3}$ ]] || { echo "cost_model.sh: --window takes a count of calls (got $2)"; exit 2; }
+      window=(--window "$2"); shift 2 ;;
     --pin) export MN_PIN=1; shift ;;
     --cc) export SPMD_SOCKET_CONGESTION=$2; shift 2 ;;
     --jobs-cores) jobs_cores=1; shift ;;
@@ -83,10 +88,12 @@ set_rate() {  # shape every node's link (both ends) to $1 ("none": unshaped)
 # bench NAME NODES NPROC COLLECTIVE [env...]: spmd-bench on NODES nodes; prints "size time_us"
 # rows of the slowest rank's median (fails on wrong results).
 bench() {
-  local name=$1 nodes=$2 nproc=$3 coll=$4
+  local name=$1 nodes=$2 nproc=$3 coll=$4 win=()
   shift 4
+  # --window for the grid's rows, not the calibration's (windowed), at most the row's calls.
+  ((${#window[@]} && windowed)) && win=(--window "$((iters < window[1] ? iters : window[1]))")
   per_node_job "$name" "$nodes" env "$@" "$SPMDRUN" --nnodes "$nodes" --node-rank @NODE@ --nproc-per-node "$nproc" \
-    --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" "${sync[@]}" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
+    --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" "${sync[@]}" "${win[@]}" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
     fail "spmd-bench $coll ($*) on $nodes x $nproc failed: $(all_output "$name" | tail -20)"
   sed 's/^\[[0-9]*\]://' "$WORK/$name.0" | awk '/^ *[0-9]/ { if ($NF != 0) bad = 1; print $1, $6 } END { exit bad }' ||
     fail "wrong results: $(all_output "$name" | tail -20)"
@@ -157,6 +164,8 @@ for rate in ${rates//,/ }; do
   label=$rate${MN_DELAY:++$MN_DELAY}
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   ((${#sync[@]})) && label+=+sync
+  ((${#window[@]})) && label+=+w${window[1]}
+  windowed=0
   [[ -n ${MN_PIN:-} ]] && label+=+pin
   [[ -n ${SPMD_SOCKET_CONGESTION:-} ]] && label+=+$SPMD_SOCKET_CONGESTION
   read -r net more copy <<<"$(calibrate)"
@@ -167,6 +176,7 @@ for rate in ${rates//,/ }; do
   jobs_net=$net && ((jobs_cores)) && [[ $copy != - ]] && jobs_net="$net,$cores"  # the links alone (shared_cores)
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores$([[ $jobs_net == "$net" ]] || echo ", the jobs' model too")"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
+  windowed=1
   for layout in ${layouts//,/ }; do
     nodes=${layout%x*} nproc=${layout#*x}
     for coll in $collectives; do

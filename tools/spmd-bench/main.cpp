@@ -50,6 +50,10 @@ const char* kUsage =
     "                         of one call from a common start, what spmd-sim predicts, instead of\n"
     "                         a loop's, where a rooted or pipelined call's ranks run ahead into\n"
     "                         the next call\n"
+    "  --window W             time = the median over windows of W consecutive timed calls of\n"
+    "                         their mean (default 1: of single calls). Where ranks fall out of\n"
+    "                         step calls alternate short and long (a ring over long links), and\n"
+    "                         single calls' median reads above the loop's rate; -n >= W\n"
     "Without -w the warm-up is 61 calls a size on one host and 217 across hosts: the group's\n"
     "trials of its algorithms take up to 60 and 216 (SPMD_TRIALS); a shorter warm-up times them.";
 
@@ -68,9 +72,10 @@ bool spans_hosts(const spmd::ProcessGroup& world) {
   return local && std::atoi(local) > 0 && std::atoi(local) < world.size();
 }
 
-// Slowest rank's median: every rank's median, reduced with Max over the world.
-double slowest_median_us(spmd::ProcessGroup& world, const std::vector<double>& times_us) {
-  double local = bench::median(times_us);
+// Slowest rank's median: every rank's median (of windows' means, --window), reduced with Max
+// over the world.
+double slowest_median_us(spmd::ProcessGroup& world, const std::vector<double>& times_us, size_t window) {
+  double local = bench::windowed_median(times_us, window);
   world.all_reduce(spmd::TensorView(&local, 1), spmd::ReduceOp::Max);
   return local;
 }
@@ -80,7 +85,7 @@ int64_t total_wrong(spmd::ProcessGroup& world, int64_t wrong) {
   return wrong;
 }
 
-bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t bytes, bool sync) {
+bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t bytes, bool sync, size_t window) {
   spmd::DType dtype = spmd_bench::parse_dtype(o.dtype);
   spmd::ReduceOp op = spmd_bench::parse_op(o.op);
   int n = world.size();
@@ -112,7 +117,7 @@ bench::Row run_size(spmd::ProcessGroup& world, const bench::Options& o, size_t b
   r.dtype = spmd::dtype_name(dtype);
   r.op = bench::is_reduction(o.collective) ? spmd::reduce_op_name(op) : "-";
   r.root = bench::is_rooted(o.collective) ? o.root : -1;
-  r.time_us = slowest_median_us(world, times);
+  r.time_us = slowest_median_us(world, times, window);
   r.wrong = wrong;
   return r;
 }
@@ -124,6 +129,7 @@ int main(int argc, char** argv) {
   o.impl = "spmd";
   std::string plot_png;
   bool sync = false;
+  size_t window = 1;
   try {
     auto extra = [&](const std::string& flag, const char* value) -> int {
       if (flag == "--sync") {
@@ -133,10 +139,18 @@ int main(int argc, char** argv) {
       if (value == nullptr) return 0;
       if (flag == "--name") o.impl = value;
       else if (flag == "--plot") plot_png = value;
-      else return 0;
+      else if (flag == "--window") {
+        const std::string w = value;
+        if (w.empty() || w.size() > 6 || w.find_first_not_of("0123456789") != std::string::npos || std::stoul(w) < 1)
+          throw std::invalid_argument("--window takes a count of calls >= 1 (got '" + w + "')");
+        window = std::stoul(w);
+      } else return 0;
       return 2;
     };
     if (!bench::parse_args(argc, argv, o, kUsage, extra)) return 0;
+    if (static_cast<size_t>(o.iters) < window)
+      throw std::invalid_argument("--window " + std::to_string(window) + " needs at least as many timed calls (-n " +
+                                  std::to_string(o.iters) + ")");
     // Reject bad flags before connecting to anyone.
     for (const auto& c : bench::collective_list(o.collective))
       spmd_bench::check_request(c, spmd_bench::parse_dtype(o.dtype), spmd_bench::parse_op(o.op));
@@ -159,11 +173,12 @@ int main(int argc, char** argv) {
       bench::Options one = o;
       one.collective = collective;
       if (printer) bench::print_header(one, world.size(), "spmd-bench", first);
+      if (printer && window > 1) std::printf("# time: the median over windows of %zu calls of their mean\n", window);
       first = false;
       bool moves_data = bench::moves_data(bench::shape_of(collective));
       std::vector<size_t> sizes = moves_data ? bench::size_list(one) : std::vector<size_t>{0};
       for (size_t bytes : sizes) {
-        bench::Row r = run_size(world, one, bytes, sync);
+        bench::Row r = run_size(world, one, bytes, sync, window);
         failures += r.wrong;
         if (printer) bench::print_row(one, r);
         csv_lines.push_back(bench::csv_row(o.impl, r));

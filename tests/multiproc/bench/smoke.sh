@@ -3,7 +3,8 @@
 #   smoke.sh table   SRC                compare_table.py on compare_sample.log: bound, shares, goals
 #   smoke.sh plot    SRC                plot.py on compare_sample.log writes a PNG
 #   smoke.sh spmd-plot SRC BIN          spmd-bench --plot at P=2 writes FILE.csv and FILE.png
-#   smoke.sh spmd-sync SRC BIN          spmd-bench --sync: a barrier before each timed call
+#   smoke.sh spmd-sync SRC BIN          spmd-bench --sync: a barrier before each timed call;
+#                                       --window: windows' means, said in the header
 #   smoke.sh compare SRC BUILD          compare.sh --smoke: every peer built here runs, every
 #                                       column and the plot appear, no run fails
 #   smoke.sh trial-margins SRC          trial_margins.py on a made-up thresholds.sh run: a trial
@@ -79,6 +80,14 @@ print("broadcast", sum(n.startswith("broadcast") for n in names), "barrier", sum
     # with --sync one more before each of them.
     [[ $(calls "$work/loop.json") == "broadcast 12 barrier 2" ]] || fail "loop: $(calls "$work/loop.json")"
     [[ $(calls "$work/sync.json") == "broadcast 12 barrier 12" ]] || fail "--sync: $(calls "$work/sync.json")"
+    # --window W: the median of W-call windows' means, said in the header; W beyond -n refused.
+    "$bin/spmdrun" --nproc-per-node 2 "$bin/spmd-bench" --window 5 -c broadcast -s 8 -n 10 -w 0 >"$work/window.out" 2>&1 ||
+      fail "spmd-bench --window 5 exited with $?: $(tail -5 "$work/window.out")"
+    expect "$work/window.out" "# time: the median over windows of 5 calls of their mean"
+    "$bin/spmd-bench" --window 6 -n 5 -c broadcast -s 8 >"$work/window_bad.out" 2>&1
+    rc=$?
+    ((rc == 2)) || fail "spmd-bench --window 6 -n 5 exited with $rc, not 2"
+    expect "$work/window_bad.out" "--window 6 needs at least as many timed calls (-n 5)"
     ;;
   compare)
     build=$3
