@@ -34,7 +34,7 @@ set -uo pipefail
 source "$(dirname "$0")/jobs.sh"
 bin_dir=$1
 shift
-rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=() window=() windowed=0 jobs_cores=0
+rates=1gbit,100mbit layouts=3x1,3x2,4x2 sizes=8,64K,1M,16M iters=5 rounds=2 out="" smoke=0 sync=() window=() jobs_cores=0
 collectives="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
 while (($#)); do
   case $1 in
@@ -90,8 +90,8 @@ set_rate() {  # shape every node's link (both ends) to $1 ("none": unshaped)
 bench() {
   local name=$1 nodes=$2 nproc=$3 coll=$4 win=()
   shift 4
-  # --window for the grid's rows, not the calibration's (windowed), at most the row's calls.
-  ((${#window[@]} && windowed)) && win=(--window "$((iters < window[1] ? iters : window[1]))")
+  # --window for the grid's rows (grid_row=1 before the call), not the calibration's; at most the row's calls.
+  ((${#window[@]} && ${grid_row:-0})) && win=(--window "$((iters < window[1] ? iters : window[1]))")
   per_node_job "$name" "$nodes" env "$@" "$SPMDRUN" --nnodes "$nodes" --node-rank @NODE@ --nproc-per-node "$nproc" \
     --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" "${sync[@]}" "${win[@]}" -c "$coll" -s "$sizes" -n "$iters" -w "$warm" ||
     fail "spmd-bench $coll ($*) on $nodes x $nproc failed: $(all_output "$name" | tail -20)"
@@ -165,7 +165,6 @@ for rate in ${rates//,/ }; do
   [[ $rate != none && $MN_PEAKRATE == none ]] && label+=+burst
   ((${#sync[@]})) && label+=+sync
   ((${#window[@]})) && label+=+w${window[1]}
-  windowed=0
   [[ -n ${MN_PIN:-} ]] && label+=+pin
   [[ -n ${SPMD_SOCKET_CONGESTION:-} ]] && label+=+$SPMD_SOCKET_CONGESTION
   read -r net more copy <<<"$(calibrate)"
@@ -176,7 +175,6 @@ for rate in ${rates//,/ }; do
   jobs_net=$net && ((jobs_cores)) && [[ $copy != - ]] && jobs_net="$net,$cores"  # the links alone (shared_cores)
   echo "== links $label: measured SPMD_NET=$net (load $(cut -d' ' -f1-3 /proc/loadavg)); spmd-sim's predictions add $cores$([[ $jobs_net == "$net" ]] || echo ", the jobs' model too")"
   echo "$label calibrated ${net#net=}" | sed 's/MB@.*//' >>"$rows"  # rate calibrated <send/recv MB/s>
-  windowed=1
   for layout in ${layouts//,/ }; do
     nodes=${layout%x*} nproc=${layout#*x}
     for coll in $collectives; do
@@ -211,7 +209,7 @@ for rate in ${rates//,/ }; do
             warm=$( ((small)) && echo 217 || warm_calls "$rate" "$(numfmt --from=iec "${first%B}")")
             [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
             iters=$( ((small)) && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
-            bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
+            grid_row=1 bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
               { cat "$WORK/bench.out"; exit 1; }
             sed "s/^/$label $layout $coll $algo /" "$WORK/bench.out" >>"$rows"
             # The trials' class holds the call's bytes: the row's size or one rank's share of it.

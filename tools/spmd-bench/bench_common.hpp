@@ -144,6 +144,15 @@ inline std::vector<size_t> size_list(const Options& o) {
   return out;
 }
 
+// A flag's count: a whole number from 1 to 1,000,000, or an error naming the flag.
+inline int positive(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || v < 1 || v > 1000000)
+    throw std::invalid_argument(flag + " needs a positive whole number, not '" + value + "'");
+  return static_cast<int>(v);
+}
+
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -139,12 +139,8 @@ int main(int argc, char** argv) {
       if (value == nullptr) return 0;
       if (flag == "--name") o.impl = value;
       else if (flag == "--plot") plot_png = value;
-      else if (flag == "--window") {
-        const std::string w = value;
-        if (w.empty() || w.size() > 6 || w.find_first_not_of("0123456789") != std::string::npos || std::stoul(w) < 1)
-          throw std::invalid_argument("--window takes a count of calls >= 1 (got '" + w + "')");
-        window = std::stoul(w);
-      } else return 0;
+      else if (flag == "--window") window = static_cast<size_t>(bench::positive(flag, value));
+      else return 0;
       return 2;
     };
     if (!bench::parse_args(argc, argv, o, kUsage, extra)) return 0;

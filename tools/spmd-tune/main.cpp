@@ -62,14 +62,6 @@ struct Options {
   bool sizes_given = false;
 };
 
-int positive(const std::string& flag, const std::string& value) {
-  char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v < 1 || v > 1000000)
-    throw std::invalid_argument(flag + " needs a positive whole number, not '" + value + "'");
-  return static_cast<int>(v);
-}
-
 std::vector<int> group_sizes(const std::string& text);
 
 Options parse(int argc, char** argv, bool* help) {
@@ -89,8 +81,8 @@ Options parse(int argc, char** argv, bool* help) {
     if (flag == "--nprocs") o.nprocs = value;
     else if (flag == "--collectives") o.collectives = bench::collective_list(value);
     else if (flag == "--sizes") o.sizes = bench::parse_size_list(value), o.sizes_given = true;
-    else if (flag == "--reps") o.reps = positive(flag, value);
-    else if (flag == "--budget-ms") o.budget_s = positive(flag, value) / 1000.0;
+    else if (flag == "--reps") o.reps = bench::positive(flag, value);
+    else if (flag == "--budget-ms") o.budget_s = bench::positive(flag, value) / 1000.0;
     else if (flag == "--out") o.out = value;
     else throw std::invalid_argument("unknown option " + flag + " (see --help)");
   }
@@ -113,7 +105,7 @@ std::vector<int> group_sizes(const std::string& text) {
     for (int p = 2; p <= 8 || p <= cpus; p *= 2) out.push_back(p);
     return out;
   }
-  for (const std::string& p : bench::collective_list(text)) out.push_back(positive("--nprocs", p));
+  for (const std::string& p : bench::collective_list(text)) out.push_back(bench::positive("--nprocs", p));
   for (int p : out)
     if (p < 2) throw std::invalid_argument("--nprocs: a group of 1 has nothing to choose");
   return out;

@@ -15,7 +15,7 @@ TEST(BenchWindow, OneIsTheMedianOfSingleCalls) {
 }
 
 TEST(BenchWindow, AlternatingCallsReadTheirMean) {
-  // A ring whose ranks fell out of step: calls of 0.6 and 6 ms in turn at one rank, 3.3 apiece.
+  // A ring whose ranks fell out of step: two calls of 6 ms, then one of 0.6, 4.2 apiece.
   std::vector<double> calls;
   for (int i = 0; i < 12; ++i) calls.push_back(i % 3 == 2 ? 0.6 : 6.0);
   EXPECT_DOUBLE_EQ(bench::windowed_median(calls, 1), 6.0);
