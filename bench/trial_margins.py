@@ -20,7 +20,7 @@ import sys
 
 UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 TRIAL = re.compile(r"trials of (\w+) at (\d+) (B|KiB|MiB|GiB)-\S+ \S+ on one host \((\d+) ranks\), "
-                   r"the slowest rank's median of (\d+): (.*?); \w+ from now on")
+                   r"the slowest rank's median of (\d+)(?: pairs of)?(?: calls)?: (.*?); \w+ from now on")
 # Collectives whose spmd-bench size is every block together (the trials' class: one block).
 BLOCKS = ("all_gather", "gather", "scatter")
 DEFAULT_ROWS = ("default", "table", "tuned")

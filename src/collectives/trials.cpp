@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdio>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
@@ -139,14 +141,23 @@ bool Trials::record(double seconds) {
   return true;
 }
 
+double Trials::reading(std::vector<double> times, size_t timed) {
+  if (timed >= 2) {  // each visit's pairs of consecutive calls, by their means
+    std::vector<double> pairs;
+    for (size_t visit = 0; visit + timed <= times.size(); visit += timed)
+      for (size_t i = visit; i + 1 < visit + timed; ++i) pairs.push_back((times[i] + times[i + 1]) / 2);
+    times = std::move(pairs);
+  }
+  if (times.empty()) return 0;
+  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
 std::vector<double> Trials::exchanged() const {
   std::vector<double> out;
   if (!ended_) return out;
   if (!ended_->settled)  // its trials ended (a settled class is due a check)
-    for (std::vector<double> t : ended_->times) {
-      std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
-      out.push_back(t[t.size() / 2]);
-    }
+    for (const std::vector<double>& t : ended_->times) out.push_back(reading(t, ended_->read_in()));
   if (ended_->uneven()) out.push_back(static_cast<double>(ended_->own_most));
   return out;
 }
@@ -179,8 +190,9 @@ std::string Trials::settle_trials(Class& k, std::span<const double> group_max, c
                                              std::to_string(group.max_ranks_per_host) + " ranks each)";
   const char* chooser = k.one_host() ? "the table" : "the model";
   std::string line = std::string("trials of ") + collective_name(k.collective) + " " + what + " on " + where +
-                     ", the slowest rank's median of " + std::to_string(static_cast<size_t>(k.rounds) * k.visit.timed) +
-                     ":";
+                     ", the slowest rank's median of " +
+                     std::to_string(readings(static_cast<size_t>(k.rounds) * k.visit.timed, k.read_in())) +
+                     (k.read_in() < 2 ? " calls:" : " pairs of calls:");
   for (size_t i = 0; i < slowest.size(); ++i) {
     line += std::string(i ? "," : "") + " " + k.candidates[i]->name + " " + milliseconds(slowest[i]);
     if (!k.one_host())

@@ -17,8 +17,13 @@
 // 1 Gbit/s + 200 us, 8 B: recursive doubling's second call of a visit read 0.88-0.95 ms, its
 // third 0.58-0.61, what it takes in a loop, 0.54-0.58; timed at the second, the trials left
 // it for direct, 0.64-0.68 in a loop), and back to back is how a loop runs them. Each rank
-// keeps its median per candidate; the slowest rank's
-// medians (one small all_reduce of max among the group, which the backend runs) decide: the
+// reads a candidate by the median over its visits' pairs of consecutive timed calls of their
+// mean (reading(); one host's trials by single calls, Class::read_in): where the ranks fall out
+// of step, one rank's calls alternate short and long, and a median of single calls reads the
+// long ones (3 x 2 all_reduce of 8 B over 1 Gbit/s + 2 ms: recursive doubling's calls alternate
+// 2.2 and 4.4 ms at every rank, 3.3 a call in a loop; the trials read it as single calls at
+// 4.45 ms, a tie with hier's 4.5, which a loop takes too). The slowest rank's readings
+// (one small all_reduce of max among the group, which the backend runs) decide: the
 // fastest serves the class from then on, unless the model's first is within keep_margin() of it.
 // Every rank makes the same calls in the same order, so every rank tries, and settles on, the
 // same algorithm (and the algorithm still travels in every frame: a rank that did not raises
@@ -181,7 +186,14 @@ class Trials {
   // check is due). The caller then reduces exchanged() to its maximum over the group's ranks
   // and passes that to settle().
   bool exchange_due() const { return ended_ != nullptr; }
-  // This rank's values for that exchange: its median time per candidate of the class whose
+  // A rank's reading of a candidate from its timed calls, `timed` a visit in visit order: the
+  // median over the visits' pairs of consecutive calls of their mean (of single calls where
+  // `timed` is 1).
+  static double reading(std::vector<double> times, size_t timed);
+  // How many values reading() takes the median of from `calls` timed calls, `timed` a visit.
+  static size_t readings(size_t calls, size_t timed) { return timed < 2 ? calls : calls / timed * (timed - 1); }
+
+  // This rank's values for that exchange: its reading per candidate of the class whose
   // trials ended (an uneven class's followed by the most bytes this rank moved in one call),
   // or for a check the most it moved since the last.
   std::vector<double> exchanged() const;
@@ -210,6 +222,11 @@ class Trials {
     bool uneven() const { return size_class == kUnevenClass; }
     // No model priced the candidates: one host's, the table's choice first.
     bool one_host() const { return predicted.empty(); }
+    // Across hosts a rank reads a candidate by its visits' pairs of calls (reading()). One
+    // host's trials keep single calls: their rounds and margin were chosen so (kOneHostRounds),
+    // and a run by pairs did not show better (2026-12-03: 406 of 468 decisions within 10 % of the
+    // fastest forced loop, on a day whose loops spread far more than 2026-11-30's 437-448).
+    size_t read_in() const { return one_host() ? 1 : visit.timed; }
   };
   static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
   int rounds_for(const GroupTraits& group) const { return group.hosts < 2 ? rounds_.one_host : rounds_.across_hosts; }

@@ -318,7 +318,7 @@ output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 
   fail "no cost model line at INFO: $(all_output info | grep -i model | head)"
 output_has info 'all_reduce of 1048576 B on 3 hosts \(up to 2 ranks each\): hier; predicted: hier [0-9.]+ us ring' ||
   fail "no choice line at INFO: $(all_output info | grep -i predicted | head)"
-output_has info 'trials of all_reduce at 1 MiB-2 MiB on 3 hosts \(up to 2 ranks each\), the slowest rank.s median of 3: hier [0-9.]+ ms \(priced [0-9.]+ ms\), ring .* from now on' ||
+output_has info 'trials of all_reduce at 1 MiB-2 MiB on 3 hosts \(up to 2 ranks each\), the slowest rank.s median of [0-9]+ (pairs of )?calls: hier [0-9.]+ ms \(priced [0-9.]+ ms\), ring .* from now on' ||
   fail "no trials line at INFO: $(all_output info | grep -i trials | head)"
 echo "INFO lines: $(all_output info | grep -E 'cost model|predicted:|trials of' | sed 's/^\[[0-9]*\]://' | head -3 | cut -c1-200)"
 # Without SPMD_NET the group measures its links while it is made.

@@ -117,7 +117,7 @@ print("broadcast", sum(n.startswith("broadcast") for n in names), "barrier", sum
         echo "$1,all_reduce,4,1048576,262144,f32,Sum,-,$(($2 + rep)),1,1,0" >>"$run/raw.csv"
       done
     done
-    echo "[0]:[spmd INFO rank 0] trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of 10: shm_cma 0.9 ms, shm_flat 1.1 ms, shm_rs_ag 0.8 ms; shm_rs_ag from now on (the table chose shm_cma)" \
+    echo "[0]:[spmd INFO rank 0] trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of 10 calls: shm_cma 0.9 ms, shm_flat 1.1 ms, shm_rs_ag 0.8 ms; shm_rs_ag from now on (the table chose shm_cma)" \
       >"$run/log/default-all_reduce-4-1.txt"
     python3 "$src/bench/trial_margins.py" "$run" --margins 0.05,0.15 >"$work/margins.md" ||
       fail "trial_margins.py exited with $?"

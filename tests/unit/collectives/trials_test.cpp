@@ -93,6 +93,43 @@ TEST(Trials, TimeEveryNearCandidateInRotatingRoundsThenKeepTheFastest) {
   EXPECT_TRUE(other == nullptr || other == rank_by_model(Collective::AllReduce, 40 << 10, g)[0].algorithm);
 }
 
+// A rank's reading of a candidate is the median over each visit's pairs of consecutive timed
+// calls of their mean: where the ranks fall out of step, one rank's calls alternate short and
+// long (recursive doubling over 2 ms links: 2.2 and 4.4 ms, 3.3 a call in a loop).
+TEST(Trials, AReadingIsTheMedianOfConsecutivePairsMeans) {
+  EXPECT_DOUBLE_EQ(Trials::reading({2.2, 4.4, 2.2, 4.4, 2.2, 4.4, 2.2, 4.4, 2.2}, 3), 3.3);
+  EXPECT_DOUBLE_EQ(Trials::reading({4.4, 2.2, 4.4, 4.4, 2.2, 4.4}, 3), 3.3);
+  // Pairs stay within a visit: (1, 1), (9, 9), (1, 1), not (1, 9) across two.
+  EXPECT_DOUBLE_EQ(Trials::reading({1, 1, 9, 9, 1, 1}, 2), 1);
+  EXPECT_DOUBLE_EQ(Trials::reading({3, 1, 2}, 1), 2);  // a visit timing one call: single calls
+  EXPECT_DOUBLE_EQ(Trials::reading({}, 2), 0);
+  EXPECT_EQ(Trials::readings(12, 4), 9u);  // 3 visits timing 4 calls: 3 pairs each
+  EXPECT_EQ(Trials::readings(21, 7), 18u);
+  EXPECT_EQ(Trials::readings(10, 1), 10u);  // single calls
+}
+
+// ...so a candidate whose calls alternate 1 and 3 ms reads 2 and beats one that takes 2.5 ms
+// each call, which a median of single calls (3 ms) would have kept.
+TEST(Trials, CallsThatAlternateAreJudgedByWhatALoopTakes) {
+  NetGuard links(kLinks);
+  const GroupTraits g = hosts(3, 2);
+  Trials trials(3);
+  size_t calls_of_second = 0;
+  const auto candidates = run_trials(trials, Collective::AllReduce, 64 << 10, g, 3, [&](size_t slot) {
+    if (slot != 1) return 2.5e-3;
+    return calls_of_second++ % 2 ? 3e-3 : 1e-3;
+  });
+  ASSERT_GE(candidates.size(), 2u);
+  ASSERT_GE(Trials::visit_for(rank_by_model(Collective::AllReduce, 64 << 10, g)[0].seconds).timed, 2u);
+  const std::vector<double> readings = trials.exchanged();
+  ASSERT_EQ(readings.size(), candidates.size());
+  EXPECT_DOUBLE_EQ(readings[0], 2.5e-3);
+  EXPECT_DOUBLE_EQ(readings[1], 2e-3);
+  const std::string line = trials.settle(readings, g);
+  EXPECT_NE(line.find(std::string(candidates[1]->name) + " from now on"), std::string::npos) << line;
+  EXPECT_NE(line.find("pairs of calls:"), std::string::npos) << line;
+}
+
 // A visit lasts about kVisitSeconds as the model prices its calls, its last half timed: long
 // enough for a candidate's connections to carry what a loop keeps them carrying (TCP widens a
 // window only as traffic fills it), and at least 3 calls, the third reading what a loop takes.
@@ -131,7 +168,7 @@ TEST(Trials, ShortCallsAreTriedInLongerVisits) {
   EXPECT_DOUBLE_EQ(medians[0], 60e-6);
   EXPECT_DOUBLE_EQ(medians[1], 20e-6);
   const std::string line = trials.settle(medians, g);
-  EXPECT_NE(line.find("median of 12"), std::string::npos) << line;
+  EXPECT_NE(line.find("median of 9 pairs of calls:"), std::string::npos) << line;  // 3 visits of 4 timed
   EXPECT_EQ(trials.choose(Collective::AllReduce, 8, g), candidates[1]) << line;
 }
 
@@ -299,7 +336,7 @@ TEST(Trials, OneHostTriesTheSharedMemoryAlgorithmsFromSixteenKiB) {
     ASSERT_EQ(medians.size(), 3u);
     const std::string line = trials.settle(medians, g);
     EXPECT_NE(line.find("trials of all_reduce at 1 MiB-2 MiB on one host (4 ranks), the slowest rank's median of " +
-                        std::to_string(rounds * visit.timed)),
+                        std::to_string(rounds * visit.timed) + " calls:"),  // single calls on one host
               std::string::npos)
         << line;
     EXPECT_EQ(line.find("priced"), std::string::npos) << line;
