@@ -224,8 +224,8 @@ class Trials {
     bool one_host() const { return predicted.empty(); }
     // Across hosts a rank reads a candidate by its visits' pairs of calls (reading()). One
     // host's trials keep single calls: their rounds and margin were chosen so (kOneHostRounds),
-    // and a run by pairs did not show better (2026-12-03: 406 of 468 decisions within 10 % of the
-    // fastest forced loop, on a day whose loops spread far more than 2026-11-30's 437-448).
+    // and pairs read no better in a same-day A/B (2026-12-03, interleaved: 387 of 468 decisions
+    // within 10 % of the fastest forced loop against 391 by single calls, docs/collectives.md).
     size_t read_in() const { return one_host() ? 1 : visit.timed; }
   };
   static constexpr int kUnevenClass = std::numeric_limits<size_t>::digits;  // std::bit_width(kUnevenSplits)
