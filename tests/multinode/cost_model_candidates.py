@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Where the defaults across hosts lose: the model's choice, or the trials' reading?
+
+Judges every stored grid of docs/cost_model_grid.md (cost_model.sh's tables, with the SPMD_NET
+each run measured) with spmd-sim as it is now, cell by cell (layout, collective, size), by the
+forced rows the grid timed:
+  one call   the model's first by one call's price (what selection takes: the model's choice)
+  loop       the cheapest by a loop's price (spmd-sim --loop: calls back to back, as timed)
+  trials     the best of the trials' candidates (trials.hpp: the model's first three by one
+             call's price, each within 2x of the cheapest), had the trials read them right
+Each column counts the cells whose algorithm's forced row is within 10 % of the best forced row.
+No job runs: a second per grid.
+
+    cost_model_candidates.py BIN_DIR GRID.md [--section TEXT] [--all] [--candidates N] [-v]
+
+--section: only the grids whose heading holds TEXT; --all: unpinned grids too (the default:
+pinned, where a job's ranks sit where the last one's did); --candidates: as if the trials took
+up to N (a change weighed before it is made); -v: list the cells where no candidate
+is within 10 %, and those where the loop's cheapest is another algorithm than one call's.
+"""
+import argparse
+import collections
+import re
+import subprocess
+import sys
+
+NEAR, WITHIN = 2.0, 1.10  # trials.hpp's kNear; the grid's 10 %
+
+
+def grids(path):
+    """Every '#'-headed table of `path`: its heading, its links (SPMD_NET) and its rows."""
+    out, cur = [], None
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#"):
+            cur = {"title": line.strip("# \n"), "net": None, "rows": []}
+            out.append(cur)
+        elif cur is not None and line.startswith("| ") and not line.startswith("| rate"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 6:
+                cur["rows"].append(cells)
+        elif cur is not None and cur["net"] is None:
+            m = re.search(r"SPMD_NET=([^`\s]+)`", line)
+            if m:
+                cur["net"] = m.group(1)
+    return [g for g in out if g["net"] and g["rows"]]
+
+
+class Sim:
+    def __init__(self, bin_dir):
+        self.bin, self.cache = f"{bin_dir}/spmd-sim", {}
+
+    def prices(self, coll, hosts, per_host, size, net, loop):
+        """{algorithm: (us, chosen)}: chosen marks selection's choice (the model's first)."""
+        key = (coll, hosts, per_host, size, net, loop)
+        if key not in self.cache:
+            cmd = [self.bin, "-c", coll, "--nodes", str(hosts), "--ranks-per-node", str(per_host),
+                   "-s", str(size), "--net", net, "--csv"] + (["--loop"] if loop else [])
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                sys.exit(f"cost_model_candidates.py: {' '.join(cmd)} failed: {run.stderr.strip()}")
+            rows = [r.split(",") for r in run.stdout.splitlines() if r[:1].isdigit()]
+            self.cache[key] = {r[3]: (float(r[4]), r[5] == "1") for r in rows}
+        return self.cache[key]
+
+
+def judge(grid, sim, candidates_most, verbose):
+    forced = collections.defaultdict(dict)  # (layout, collective, size) -> {algorithm: us}
+    for rate, layout, coll, algo, size, measured, *_ in grid["rows"]:
+        if algo.startswith(("default", "measured")) or coll in ("barrier", "all_to_allv"):
+            continue
+        try:
+            forced[(layout, coll, int(size))][algo] = float(measured)
+        except ValueError:
+            pass
+    count = collections.Counter()
+    for (layout, coll, size), rows in sorted(forced.items()):
+        hosts, per_host = map(int, layout.split("x"))
+        one = sim.prices(coll, hosts, per_host, size, grid["net"], False)
+        loop = sim.prices(coll, hosts, per_host, size, grid["net"], True)
+        if len(rows) < 2 or not one or any(a not in rows for a in one):
+            continue  # a cell the grid did not time whole (or an algorithm it did not know)
+        order = sorted(one, key=lambda a: one[a][0])
+        first = next(a for a in one if one[a][1])
+        cheapest_loop = min(loop, key=lambda a: loop[a][0])
+        candidates = [a for a in order if one[a][0] <= NEAR * one[order[0]][0]][:candidates_most]
+        best = min(rows.values())
+        count["cells"] += 1
+        count["one call"] += rows[first] <= WITHIN * best
+        count["loop"] += rows[cheapest_loop] <= WITHIN * best
+        count["trials"] += min(rows[a] for a in candidates) <= WITHIN * best
+        if verbose and min(rows[a] for a in candidates) > WITHIN * best:
+            print(f"    {layout} {coll} {size}: no candidate within 10 % ({', '.join(candidates)}), "
+                  f"best {min(rows, key=rows.get)} {best:.0f} us")
+        if verbose and cheapest_loop != first:
+            print(f"    {layout} {coll} {size}: one call {first} {rows[first]:.0f} us, "
+                  f"loop {cheapest_loop} {rows[cheapest_loop]:.0f}, best {best:.0f}")
+    return count
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("bin_dir")
+    p.add_argument("grid")
+    p.add_argument("--section", default="")
+    p.add_argument("--all", action="store_true")
+    p.add_argument("--candidates", type=int, default=3, help="the trials' most (trials.hpp's kMaxCandidates: 3)")
+    p.add_argument("-v", action="store_true")
+    a = p.parse_args()
+    sim, total = Sim(a.bin_dir), collections.Counter()
+    print("| grid | cells | one call's choice | loop's cheapest | best of the trials' candidates |")
+    print("|---|---|---|---|---|")
+    for grid in grids(a.grid):
+        pinned = "pin" in grid["rows"][0][0]
+        if a.section not in grid["title"] or not (pinned or a.all):
+            continue
+        c = judge(grid, sim, a.candidates, a.v)
+        if c["cells"]:
+            total += c
+            print(f"| {grid['title']} | {c['cells']} | {c['one call']} | {c['loop']} | {c['trials']} |")
+    print(f"| all | {total['cells']} | {total['one call']} | {total['loop']} | {total['trials']} |")
+    return 0 if total["cells"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
