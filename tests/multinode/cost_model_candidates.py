@@ -7,7 +7,8 @@ forced rows the grid timed:
   one call   the model's first by one call's price (what selection takes: the model's choice)
   loop       the cheapest by a loop's price (spmd-sim --loop: calls back to back, as timed)
   trials     the best of the trials' candidates (trials.hpp: the model's first three by one
-             call's price, each within 2x of the cheapest), had the trials read them right
+             call's price, each within 2x of the cheapest, 3x under 200 us; none over 0.5 s),
+             had the trials read them right
 Each column counts the cells whose algorithm's forced row is within 10 % of the best forced row.
 No job runs: a second per grid.
 
@@ -24,7 +25,9 @@ import re
 import subprocess
 import sys
 
-NEAR, WITHIN = 2.0, 1.10  # trials.hpp's kNear; the grid's 10 %
+# trials.hpp: candidates within kNear (kShortNear for calls priced under kShortCall) of the
+# cheapest; none for calls priced over kMaxTrialSeconds. WITHIN: the grid's 10 %.
+NEAR, SHORT_NEAR, SHORT_CALL_US, MAX_TRIAL_US, WITHIN = 2.0, 3.0, 200.0, 5e5, 1.10
 
 
 def grids(path):
@@ -82,7 +85,11 @@ def judge(grid, sim, candidates_most, verbose):
         order = sorted(one, key=lambda a: one[a][0])
         first = next(a for a in one if one[a][1])
         cheapest_loop = min(loop, key=lambda a: loop[a][0])
-        candidates = [a for a in order if one[a][0] <= NEAR * one[order[0]][0]][:candidates_most]
+        cheapest = one[order[0]][0]
+        near = SHORT_NEAR if cheapest < SHORT_CALL_US else NEAR
+        candidates = [a for a in order if one[a][0] <= near * cheapest][:candidates_most]
+        if cheapest > MAX_TRIAL_US:
+            candidates = [first]
         best = min(rows.values())
         count["cells"] += 1
         count["one call"] += rows[first] <= WITHIN * best
