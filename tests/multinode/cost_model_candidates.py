@@ -9,7 +9,8 @@ forced rows the grid timed:
   trials     the best of the trials' candidates (trials.hpp: the model's first three by one
              call's price, each within 2x of the cheapest, 3x under 200 us; none over 0.5 s),
              had the trials read them right
-Each column counts the cells whose algorithm's forced row is within 10 % of the best forced row.
+Each column counts the cells whose algorithm's forced row is within 10 % of the best forced row;
+"one call" is cost_model_rescore.sh's "choice within 10 %" count, over every grid at once.
 No job runs: a second per grid.
 
     cost_model_candidates.py BIN_DIR GRID.md [--section TEXT] [--all] [--candidates N] [-v]
@@ -33,7 +34,9 @@ NEAR, SHORT_NEAR, SHORT_CALL_US, MAX_TRIAL_US, WITHIN = 2.0, 3.0, 200.0, 5e5, 1.
 def grids(path):
     """Every '#'-headed table of `path`: its heading, its links (SPMD_NET) and its rows."""
     out, cur = [], None
-    for line in open(path, encoding="utf-8"):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for line in lines:
         if line.startswith("#"):
             cur = {"title": line.strip("# \n"), "net": None, "rows": []}
             out.append(cur)
@@ -86,16 +89,17 @@ def judge(grid, sim, candidates_most, verbose):
         first = next(a for a in one if one[a][1])
         cheapest_loop = min(loop, key=lambda a: loop[a][0])
         cheapest = one[order[0]][0]
-        near = SHORT_NEAR if cheapest < SHORT_CALL_US else NEAR
-        candidates = [a for a in order if one[a][0] <= near * cheapest][:candidates_most]
         if cheapest > MAX_TRIAL_US:
-            candidates = [first]
-        best = min(rows.values())
+            candidates = [first]  # not tried: the model's first runs
+        else:
+            near = SHORT_NEAR if cheapest < SHORT_CALL_US else NEAR
+            candidates = [a for a in order if one[a][0] <= near * cheapest][:candidates_most]
+        best, best_candidate = min(rows.values()), min(rows[a] for a in candidates)
         count["cells"] += 1
         count["one call"] += rows[first] <= WITHIN * best
         count["loop"] += rows[cheapest_loop] <= WITHIN * best
-        count["trials"] += min(rows[a] for a in candidates) <= WITHIN * best
-        if verbose and min(rows[a] for a in candidates) > WITHIN * best:
+        count["trials"] += best_candidate <= WITHIN * best
+        if verbose and best_candidate > WITHIN * best:
             print(f"    {layout} {coll} {size}: no candidate within 10 % ({', '.join(candidates)}), "
                   f"best {min(rows, key=rows.get)} {best:.0f} us")
         if verbose and cheapest_loop != first:
