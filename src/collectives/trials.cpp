@@ -59,7 +59,7 @@ std::vector<const Algorithm*> Trials::one_host_candidates(Collective c, size_t b
   std::vector<const Algorithm*> candidates = {&select(c, bytes, group)};
   for (const Algorithm& a : all_algorithms())
     if (a.collective == c && (a.needs & kNeedShm) && &a != candidates.front() && applicable(a, group) &&
-        candidates.size() < kMaxCandidates)
+        candidates.size() < kMaxOneHostCandidates)
       candidates.push_back(&a);
   return candidates;
 }
@@ -80,24 +80,30 @@ Trials::Class Trials::make_class(Collective c, size_t bytes, int size_class, con
   return k;
 }
 
-// Across hosts: the model's near ties, with their prices.
+std::vector<Ranked> Trials::candidates_across_hosts(Collective c, size_t bytes, const GroupTraits& group) {
+  std::vector<Ranked> ranked = rank_by_model(c, bytes, group);
+  if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return {};
+  const double near = near_for(ranked.front().seconds) * ranked.front().seconds;
+  size_t n = 0;
+  while (n < ranked.size() && n < kMaxCandidates && ranked[n].seconds <= near) ++n;
+  ranked.resize(n < 2 ? 0 : n);
+  return ranked;
+}
+
+// Across hosts: the model's near ties, with their prices (uneven splits: every algorithm that
+// runs them, priced by its worst ratio to the cheapest, all near).
 void Trials::price_candidates(Class& k, Collective c, size_t bytes, const GroupTraits& group) {
-  // The model's order with its price of each (uneven splits: every algorithm that runs them,
-  // priced by its worst ratio to the cheapest, all near).
   std::vector<Ranked> ranked;
-  double near = 0;
   if (bytes == kUnevenSplits) {
     for (const RankedUneven& r : rank_uneven_by_model(c, group)) ranked.push_back({r.algorithm, r.worst_ratio});
+    if (ranked.size() > kMaxCandidates) ranked.resize(kMaxCandidates);
     k.visit = kUnevenVisit;
-    near = std::numeric_limits<double>::infinity();
   } else {
-    ranked = rank_by_model(c, bytes, group);
-    if (ranked.size() < 2 || ranked.front().seconds > kMaxTrialSeconds) return;
+    ranked = candidates_across_hosts(c, bytes, group);
+    if (ranked.empty()) return;
     k.visit = visit_for(ranked.front().seconds);
-    near = near_for(ranked.front().seconds);
   }
   for (const Ranked& r : ranked) {
-    if (k.candidates.size() == kMaxCandidates || r.seconds > near * ranked.front().seconds) break;
     k.candidates.push_back(r.algorithm);
     k.predicted.push_back(r.seconds);
   }

@@ -49,13 +49,24 @@
 #include <vector>
 
 #include "collectives/algorithm.hpp"
+#include "collectives/select.hpp"
 
 namespace spmd::algo {
 
 class Trials {
  public:
   static constexpr double kNear = 2.0;  // candidates: priced within 2x of the cheapest (kShortNear below)
-  static constexpr size_t kMaxCandidates = 3;
+  // Across hosts the model's first four by one call's price: judged by the forced rows of 38
+  // stored grids (tests/multinode/cost_model_candidates.py, 2,442 cells), the best of the first
+  // three was within 10 % of the best forced algorithm in 2,427 cells, of four in 2,435; 14 of
+  // the 15 cells the three missed were 3 x 2 and 4 x 2 all_reduce whose best was the model's
+  // fourth (recursive doubling at 64 KiB over 1 Gbit/s + 200 us, halving-doubling at 1 MiB on
+  // unshaped links). Timed in the same hour (cost_model.sh, 1 Gbit/s + 200 us), the grid's default
+  // met 66 of 72 cells with four, 62 with three, that all_reduce met by recursive doubling. A
+  // fourth costs a third more calls in a class's trials, once.
+  static constexpr size_t kMaxCandidates = 4;
+  // One host's: the table's choice and the next two shared-memory algorithms (kOneHostRounds).
+  static constexpr size_t kMaxOneHostCandidates = 3;
   // The model's first stays unless beaten by 15 %: single calls of 6-8 ranks on 2 cores vary
   // that much (4 x 2 all_to_all of 1 MiB: pairwise 18-26 ms in trials, 15 in a loop; hier
   // 23-28), and a tie the model priced is as good a choice either way.
@@ -152,8 +163,12 @@ class Trials {
   // `one_host_rounds` on one host): spmd-bench's warm-up covers it.
   static constexpr size_t most_calls(int rounds, int one_host_rounds = 0) {
     return std::max(static_cast<size_t>(rounds) * kMaxCandidates * std::max(kMostVisitCalls, kShortVisit.calls),
-                    static_cast<size_t>(one_host_rounds) * kMaxCandidates * kOneHostVisit.calls);
+                    static_cast<size_t>(one_host_rounds) * kMaxOneHostCandidates * kOneHostVisit.calls);
   }
+  // Across hosts, the candidates the trials try for an even call of `bytes` a rank, with the
+  // model's price of each, in its order: none where the model decides alone. What
+  // spmd-sim prints as the trials' candidates.
+  static std::vector<Ranked> candidates_across_hosts(Collective c, size_t bytes, const GroupTraits& group);
 
   // The calls a size class with `candidates` spends on its trials in `rounds` of visits of `visit`.
   static size_t calls_per_class(size_t candidates, Visit visit, int rounds) {

@@ -40,8 +40,8 @@ const char* kUsage =
     "2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter (n-1)/n; others 1),\n"
     "#wrong = wrong elements over all ranks (checked before timing; exit status 1 if any).\n"
     "Without a launcher's environment it runs as a single rank. Across hosts a group's first\n"
-    "calls of each size time the cost model's near ties (SPMD_TRIALS, up to 216 calls): there\n"
-    "the warm-up is 217 calls unless -w says otherwise, so what is timed is what they settle on.\n"
+    "calls of each size time the cost model's near ties (SPMD_TRIALS, up to 288 calls): there\n"
+    "the warm-up is 289 calls unless -w says otherwise, so what is timed is what they settle on.\n"
     "Extra options:\n"
     "  --name N               name in the CSV's impl column (default spmd)\n"
     "  --plot FILE.png        also write the rows to FILE.csv and draw busbw against size with\n"
@@ -54,16 +54,16 @@ const char* kUsage =
     "                         their mean (default 1: of single calls). Where ranks fall out of\n"
     "                         step calls alternate short and long (a ring over long links), and\n"
     "                         single calls' median reads above the loop's rate; -n >= W\n"
-    "Without -w the warm-up is 61 calls a size on one host and 217 across hosts: the group's\n"
-    "trials of its algorithms take up to 60 and 216 (SPMD_TRIALS); a shorter warm-up times them.";
+    "Without -w the warm-up is 61 calls a size on one host and 289 across hosts: the group's\n"
+    "trials of its algorithms take up to 60 and 288 (SPMD_TRIALS); a shorter warm-up times them.";
 
 using Clock = std::chrono::steady_clock;
 
-// Trials (src/collectives/trials.hpp) spend up to 3 rounds x 3 candidates x 24 calls per size
+// Trials (src/collectives/trials.hpp) spend up to 3 rounds x 4 candidates x 24 calls per size
 // (Trials::most_calls) across hosts, 5 x 3 x 4 from 16 KiB a rank on one host: the warm-up
 // unless -w says otherwise (a timed loop that starts sooner times the slower algorithms tried;
 // bench/compare.sh and thresholds.sh pass -w 61).
-constexpr int kWarmupAcrossHosts = 217;
+constexpr int kWarmupAcrossHosts = 289;
 constexpr int kWarmupOneHost = 61;
 
 // The launcher's LOCAL_WORLD_SIZE is less than the job's: ranks on more than one host.

@@ -15,6 +15,7 @@
 #include "collectives/algorithm.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/select.hpp"
+#include "collectives/trials.hpp"
 #include "spmd/error.hpp"
 
 namespace {
@@ -44,12 +45,15 @@ const char* kUsage =
     "                           around them, and a rooted call's next agreement round runs\n"
     "                           beside its last messages (at any size); default: one call\n"
     "                           from a common start\n"
-    "  --csv                    nodes,ranks_per_node,size,algorithm,us,chosen,busbw_gbs rows\n"
+    "  --csv                    nodes,ranks_per_node,size,algorithm,us,chosen,busbw_gbs,tried\n"
+    "                           rows (tried: 1 for the trials' candidates)\n"
     "Size = bytes of the largest buffer, as spmd-bench and nccl-tests count it (whole f32\n"
     "elements per rank, as spmd-bench rounds it). busbw is\n"
     "algbw x nccl-tests' factor for the collective (comparable to one link's rate).\n"
     "Selection across nodes (what spmd does when a group spans hosts, unless SPMD_ALGO says\n"
-    "otherwise) takes the cheapest prediction: the row marked '*'.";
+    "otherwise) takes the cheapest prediction: the row marked '*'. Where the model prices\n"
+    "others near it, the group's first calls of that size try them (the trials: 'tried', the\n"
+    "library's own candidates by one call's price) and keep the fastest.";
 
 struct Options {
   std::string collective = "all_reduce";
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
     if (!o.net.empty()) spmd::algo::set_net_model_override(o.net);
     const spmd::algo::NetModel& model = spmd::algo::net_model();
     if (o.csv)
-      std::puts("nodes,ranks_per_node,size,algorithm,us,chosen,busbw_gbs");
+      std::puts("nodes,ranks_per_node,size,algorithm,us,chosen,busbw_gbs,tried");
     else
       std::printf("# %s%s, model: %s\n", o.collective.c_str(), o.loop ? ", calls back to back" : "",
                   model.describe().c_str());
@@ -172,6 +176,12 @@ int main(int argc, char** argv) {
           if (!o.csv) std::printf("%12zu  (one node: the shared-memory tables choose; the model is for several)\n", size);
           continue;
         }
+        std::vector<spmd::algo::Ranked> tried = spmd::algo::Trials::candidates_across_hosts(coll, bytes, g);
+        auto is_tried = [&](const spmd::algo::Ranked& r) {
+          for (const auto& t : tried)
+            if (t.algorithm == r.algorithm) return true;
+          return false;
+        };
         if (o.loop)  // selection's choice stays first: it prices one call
           for (auto& r : ranked)
             r.seconds = *spmd::algo::predict_loop_seconds(coll, r.algorithm->name, bytes,
@@ -180,8 +190,8 @@ int main(int argc, char** argv) {
         const double busbw = best > 0 ? size / best * bench::busbw_factor(o.collective, ranks) / 1e9 : 0;
         if (o.csv) {
           for (const auto& r : ranked)
-            std::printf("%zu,%d,%zu,%s,%.3f,%d,%.4f\n", nodes, o.per_node, size, r.algorithm->name, r.seconds * 1e6,
-                        &r == &ranked.front() ? 1 : 0, &r == &ranked.front() ? busbw : 0.0);
+            std::printf("%zu,%d,%zu,%s,%.3f,%d,%.4f,%d\n", nodes, o.per_node, size, r.algorithm->name, r.seconds * 1e6,
+                        &r == &ranked.front() ? 1 : 0, &r == &ranked.front() ? busbw : 0.0, is_tried(r) ? 1 : 0);
           continue;
         }
         std::string others;
@@ -190,6 +200,7 @@ int main(int argc, char** argv) {
           std::snprintf(t, sizeof t, "%s%s %.1f", i > 1 ? ", " : "", ranked[i].algorithm->name, ranked[i].seconds * 1e6);
           others += t;
         }
+        for (size_t i = 0; i < tried.size(); ++i) others += (i ? ", " : "; tried: ") + std::string(tried[i].algorithm->name);
         std::printf("%12zu  %-28s %12.1f %10.3f  %s\n", size, ranked.front().algorithm->name, best * 1e6, busbw,
                     others.c_str());
       }

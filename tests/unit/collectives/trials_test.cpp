@@ -192,6 +192,33 @@ TEST(Trials, ShortCallsTryWhatIsPricedWithinThreeTimes) {
   EXPECT_EQ(Trials::near_for(Trials::kShortCall), Trials::kNear);
 }
 
+// Across hosts the model's first four by one call's price are tried: 3 x 2 all_reduce of 64 KiB
+// over 1 Gbit/s + 200 us (the links a grid measured, 2026-12-03) prices hier, ring and direct
+// before recursive doubling, which ran fastest in that grid's loops (1,382 us; hier 1,716).
+TEST(Trials, AcrossHostsTheModelsFirstFourAreTried) {
+  NetGuard links("net=108MB@321us,host=565MB@30us,shm=3664MB@15us,msg=15us");
+  const GroupTraits g = hosts(3, 2);
+  const size_t bytes = 64 << 10;
+  const std::vector<Ranked> ranked = rank_by_model(Collective::AllReduce, bytes, g);
+  const std::vector<Ranked> tried = Trials::candidates_across_hosts(Collective::AllReduce, bytes, g);
+  ASSERT_EQ(tried.size(), Trials::kMaxCandidates);
+  for (size_t i = 0; i < tried.size(); ++i) {
+    EXPECT_EQ(tried[i].algorithm, ranked[i].algorithm) << i;
+    EXPECT_LE(tried[i].seconds, Trials::kNear * ranked[0].seconds) << tried[i].algorithm->name;
+  }
+  EXPECT_STREQ(tried[3].algorithm->name, "recursive_doubling");
+  Trials trials(3);
+  std::vector<const Algorithm*> ran;
+  const auto candidates = run_trials(trials, Collective::AllReduce, bytes, g, 3,
+                                     [](size_t slot) { return slot == 3 ? 1.38e-3 : 1.7e-3; }, &ran);
+  ASSERT_EQ(candidates.size(), 4u);
+  const std::string line = trials.settle(trials.exchanged(), g);
+  EXPECT_EQ(trials.choose(Collective::AllReduce, bytes, g), tried[3].algorithm) << line;
+  // One host's trials keep three: the table's choice and two more.
+  EXPECT_EQ(Trials::kMaxOneHostCandidates, 3u);
+  EXPECT_EQ(Trials::most_calls(3, Trials::kOneHostRounds), 3 * 4 * Trials::kMostVisitCalls);
+}
+
 TEST(Trials, TheMarginFollowsHowFarTheModelSetThemApart) {
   EXPECT_DOUBLE_EQ(Trials::keep_margin(1e-3, 1.002e-3), Trials::kTieKeep);  // a tie: the trials decide
   EXPECT_NEAR(Trials::keep_margin(1e-3, 1.1e-3), 0.10, 1e-12);
