@@ -131,9 +131,9 @@ predictions() {
 }
 
 # warm_calls RATE BYTES: untimed calls for rows of BYTES (from 1 MiB) at link rate RATE: 3 rounds
-# of 3 candidates' visits, each of about 30 ms as the model prices the calls (3 to 24 calls;
+# of 4 candidates' visits, each of about 30 ms as the model prices the calls (3 to 24 calls;
 # trials.hpp, visit_for), with half of a call's bytes taken to cross a link (1 MiB at 1 Gbit/s,
-# 4 ms: 73; 16 MiB there, or 1 MiB at 100 Mbit/s: 28; unshaped links 217 and 163).
+# 4 ms: 97; 16 MiB there, or 1 MiB at 100 Mbit/s: 37; unshaped links 289 and 217).
 warm_calls() {
   local bps
   case $1 in
@@ -142,7 +142,7 @@ warm_calls() {
     *) bps=40000000000 ;;  # unshaped: copies by the cores, 4.3 GB/s at most in a calibration
   esac
   awk -v bps="$bps" -v bytes="$2" 'BEGIN { v = int(0.03 / (bytes * 4 / bps)) + 1
-    v = v < 3 ? 3 : v > 24 ? 24 : v; print 9 * v + 1 }'
+    v = v < 3 ? 3 : v > 24 ? 24 : v; print 12 * v + 1 }'
 }
 
 warm=1 all_sizes=$sizes small_sizes="" large_sizes="" large_iters=$iters
@@ -189,8 +189,8 @@ for rate in ${rates//,/ }; do
           [[ $algo == default ]] && env_algo=(SPMD_ALGO= SPMD_NET="$jobs_net" SPMD_DEBUG=INFO)  # INFO: what the trials settle on
           [[ $algo == measured ]] && env_algo=(SPMD_ALGO= SPMD_NET=)
           # Every row alike gets untimed calls first, enough for the default's trials to settle
-          # (trials.hpp: up to 3 rounds of 3 candidates, a visit of about 30 ms as priced, 3 to
-          # 24 calls; warm_calls). Below 1 MiB 217: tbf's bucket (256 KiB) lets a short run's
+          # (trials.hpp: up to 3 rounds of 4 candidates, a visit of about 30 ms as priced, 3 to
+          # 24 calls; warm_calls). Below 1 MiB 289: tbf's bucket (256 KiB) lets a short run's
           # small messages through at memory speed, and the steady state is what a job sees.
           # And at least 40 timed ones: the median of 5 calls of 50-500 us, 6-8 ranks on 2
           # cores, differed up to 2x between two jobs of one algorithm.
@@ -206,7 +206,7 @@ for rate in ${rates//,/ }; do
           for sizes in "${parts[@]}"; do
             [[ -n $sizes ]] || continue
             first=${sizes%%,*} && small=$(($(numfmt --from=iec "${first%B}") < 1048576))
-            warm=$( ((small)) && echo 217 || warm_calls "$rate" "$(numfmt --from=iec "${first%B}")")
+            warm=$( ((small)) && echo 289 || warm_calls "$rate" "$(numfmt --from=iec "${first%B}")")
             [[ $coll == all_to_allv ]] && warm=80  # uneven calls' trials take short calls' visits at any size
             iters=$( ((small)) && echo $((large_iters > 40 ? large_iters : 40)) || echo "$large_iters")
             grid_row=1 bench "b_${coll}_$algo" "$nodes" "$nproc" "$coll" "${env_algo[@]}" >"$WORK/bench.out" ||
@@ -307,11 +307,15 @@ if ((smoke)); then
 fi
 
 # SPMD_DEBUG=INFO says the model, each choice with the predictions, and the trials of the near
-# ties (rank 0 of the group): 28 calls, after 27 of trials (3 rounds of 3 calls of hier, ring
-# and halving_doubling, which the model prices within 2x at 1 MiB).
+# ties (rank 0 of the group): one call more than the trials take, 3 rounds of visits of 3 calls
+# of each candidate spmd-sim names (hier, ring, halving_doubling and direct, which the model
+# prices within 2x at 1 MiB: 37 calls).
+info_calls=$("$SIM" -c all_reduce --nodes 3 --ranks-per-node 2 -s 1M --net net=1Gbit@50us --csv | awk -F, '$8 == 1' | wc -l)
+((info_calls >= 2)) || fail "spmd-sim names $info_calls trial candidates for 3 x 2 all_reduce of 1 MiB over 1 Gbit/s"
 info_job() {
   per_node_job info 3 env SPMD_DEBUG=INFO SPMD_NET=net=1Gbit@50us "$SPMDRUN" --nnodes 3 --node-rank @NODE@ \
-    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M -n 28 -w 0
+    --nproc-per-node 2 --master-addr "$(node_addr 0)" --master-port "$MN_PORT" "$BIN/spmd-bench" -c all_reduce -s 1M \
+    -n $((3 * 3 * info_calls + 1)) -w 0
 }
 info_job || fail "the INFO run failed: $(all_output info | tail -20)"
 output_has info 'algorithms across hosts chosen by the cost model, net 1 Gbit/s 50 us' ||

@@ -6,9 +6,9 @@ each run measured) with spmd-sim as it is now, cell by cell (layout, collective,
 forced rows the grid timed:
   one call   the model's first by one call's price (what selection takes: the model's choice)
   loop       the cheapest by a loop's price (spmd-sim --loop: calls back to back, as timed)
-  trials     the best of the trials' candidates (trials.hpp: the model's first three by one
-             call's price, each within 2x of the cheapest, 3x under 200 us; none over 0.5 s),
-             had the trials read them right
+  trials     the best of the trials' candidates (spmd-sim's 'tried' column, the library's
+             own: the model's first four by one call's price, each within 2x of the cheapest,
+             3x under 200 us; none over 0.5 s), had the trials read them right
 Each column counts the cells whose algorithm's forced row is within 10 % of the best forced row;
 "one call" is cost_model_rescore.sh's "choice within 10 %" count, over every grid at once.
 No job runs: a second per grid.
@@ -16,8 +16,9 @@ No job runs: a second per grid.
     cost_model_candidates.py BIN_DIR GRID.md [--section TEXT] [--all] [--candidates N] [-v]
 
 --section: only the grids whose heading holds TEXT; --all: unpinned grids too (the default:
-pinned, where a job's ranks sit where the last one's did); --candidates: as if the trials took
-up to N (a change weighed before it is made); -v: list the cells where no candidate
+pinned, where a job's ranks sit where the last one's did); --candidates N: as if the trials took
+the model's first N within the same reach (a change weighed before it is made; trials.hpp's rule
+mirrored below); -v: list the cells where no candidate
 is within 10 %, and those where the loop's cheapest is another algorithm than one call's.
 """
 import argparse
@@ -26,8 +27,9 @@ import re
 import subprocess
 import sys
 
-# trials.hpp: candidates within kNear (kShortNear for calls priced under kShortCall) of the
-# cheapest; none for calls priced over kMaxTrialSeconds. WITHIN: the grid's 10 %.
+# For --candidates N only (spmd-sim's 'tried' column otherwise), trials.hpp's rule: candidates
+# within kNear (kShortNear for calls priced under kShortCall) of the cheapest; none for calls
+# priced over kMaxTrialSeconds. WITHIN: the grid's 10 %.
 NEAR, SHORT_NEAR, SHORT_CALL_US, MAX_TRIAL_US, WITHIN = 2.0, 3.0, 200.0, 5e5, 1.10
 
 
@@ -56,7 +58,8 @@ class Sim:
         self.bin, self.cache = f"{bin_dir}/spmd-sim", {}
 
     def prices(self, coll, hosts, per_host, size, net, loop):
-        """{algorithm: (us, chosen)}: chosen marks selection's choice (the model's first)."""
+        """{algorithm: (us, chosen, tried)}: chosen marks selection's choice (the model's first),
+        tried the trials' candidates."""
         key = (coll, hosts, per_host, size, net, loop)
         if key not in self.cache:
             cmd = [self.bin, "-c", coll, "--nodes", str(hosts), "--ranks-per-node", str(per_host),
@@ -65,7 +68,7 @@ class Sim:
             if run.returncode != 0:
                 sys.exit(f"cost_model_candidates.py: {' '.join(cmd)} failed: {run.stderr.strip()}")
             rows = [r.split(",") for r in run.stdout.splitlines() if r[:1].isdigit()]
-            self.cache[key] = {r[3]: (float(r[4]), r[5] == "1") for r in rows}
+            self.cache[key] = {r[3]: (float(r[4]), r[5] == "1", r[7] == "1") for r in rows}
         return self.cache[key]
 
 
@@ -89,8 +92,10 @@ def judge(grid, sim, candidates_most, verbose):
         first = next(a for a in one if one[a][1])
         cheapest_loop = min(loop, key=lambda a: loop[a][0])
         cheapest = one[order[0]][0]
-        if cheapest > MAX_TRIAL_US:
-            candidates = [first]  # not tried: the model's first runs
+        if candidates_most is None:
+            candidates = [a for a in order if one[a][2]] or [first]  # none tried: the model's first runs
+        elif cheapest > MAX_TRIAL_US:
+            candidates = [first]
         else:
             near = SHORT_NEAR if cheapest < SHORT_CALL_US else NEAR
             candidates = [a for a in order if one[a][0] <= near * cheapest][:candidates_most]
@@ -114,7 +119,7 @@ def main():
     p.add_argument("grid")
     p.add_argument("--section", default="")
     p.add_argument("--all", action="store_true")
-    p.add_argument("--candidates", type=int, default=3, help="the trials' most (trials.hpp's kMaxCandidates: 3)")
+    p.add_argument("--candidates", type=int, help="as if the trials tried the model's first N (default: spmd-sim's 'tried')")
     p.add_argument("-v", action="store_true")
     a = p.parse_args()
     sim, total = Sim(a.bin_dir), collections.Counter()

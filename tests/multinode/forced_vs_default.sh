@@ -9,7 +9,7 @@
 #   --delay D    one-way delay per node (MN_DELAY, e.g. 200us)
 #   --cc NAME    SPMD_SOCKET_CONGESTION for spmd's connections (default: the kernel's)
 #   -r ROUNDS    pairs of jobs, forced then default (default 3)
-#   -n ITERS, -w WARMUP   spmd-bench's timed and untimed calls (default 40 and 217, as the grid below 1 MiB)
+#   -n ITERS, -w WARMUP   spmd-bench's timed and untimed calls (default 40 and 289, as the grid below 1 MiB)
 # Nodes are pinned to cores (MN_PIN=1), as cost_model.sh --pin. Prints one line per job:
 # "forced|default SIZE MEDIAN_US", then the congestion control the nodes used.
 # Example (3 x 1 direct all_to_all of 1 MiB at 100 Mbit/s, links as a grid's calibration read):
@@ -20,7 +20,7 @@ source "$(dirname "$0")/jobs.sh"
 (($# >= 6)) || { sed -n '2,17p' "$0"; exit 2; }
 bin_dir=$1 coll=$2 size=$3 layout=$4 algo=$5 net=$6
 shift 6
-rate=1gbit rounds=3 iters=40 warmup=217
+rate=1gbit rounds=3 iters=40 warmup=289
 while (($#)); do
   case $1 in
     --rate) rate=$2; shift 2 ;;
