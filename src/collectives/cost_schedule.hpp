@@ -37,15 +37,25 @@ struct Resource {
 
 class Schedule {
  public:
-  Schedule(const Layout& layout, const NetModel& m) : layout_(layout), m_(m), p_(layout.ranks()) {}
+  // `chooser`: the model that chooses what runs (hier's algorithm among hosts and its chunk
+  // count), where it is not the one that prices (`m`): the group's own model, where `m` is a
+  // copy of it with every rate unlimited (predict_loop_seconds' latencies alone). Priced on
+  // their own terms, hier's latencies were its leaders' cheapest algorithm without rates
+  // (recursive doubling, 2 latencies on 3 hosts) and its bytes the ring's that runs (3 x 2
+  // all_reduce of 64 KiB over 1 Gbit/s + 200 us: 747 us priced, 1,711 measured; the ring
+  // among hosts alone, 3 x 1, 1,544).
+  Schedule(const Layout& layout, const NetModel& m, const NetModel* chooser = nullptr)
+      : layout_(layout), m_(m), chooser_(chooser ? chooser : &m), p_(layout.ranks()) {}
   // The same schedule counting messages instead of seconds: every step prices the messages it
   // sends, nothing else (the phases among hosts and the chunk counts still chosen by the model's
   // prices). For the shared cores' roofline (NetModel::shared_cores, predict_seconds).
-  Schedule counting() const { return Schedule(layout_, m_, Mode::kCounting); }
+  Schedule counting() const { return Schedule(layout_, m_, chooser_, Mode::kCounting); }
   // The same schedule pricing only what `r` carries: every step its bytes there over the
   // class's rate, no latency; the call's sum is the seconds `r` is busy per call.
-  Schedule loading(Resource r) const { return Schedule(layout_, m_, Mode::kLoad, r); }
-  Schedule timed() const { return Schedule(layout_, m_, Mode::kTimed); }
+  Schedule loading(Resource r) const { return Schedule(layout_, m_, chooser_, Mode::kLoad, r); }
+  // The schedule timed on the model that chooses (for the choices' own prices).
+  Schedule choosing() const { return Schedule(layout_, *chooser_, chooser_, Mode::kTimed); }
+  const NetModel& chooser() const { return *chooser_; }
   int size() const { return p_; }
   int host(int r) const { return r / layout_.per_host; }
 
@@ -338,7 +348,7 @@ class Schedule {
   }
 
   // The same model on one rank per host (the leaders' or representatives' phase).
-  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_, mode_, load_); }
+  Schedule leaders() const { return Schedule(Layout{layout_.hosts, 1}, m_, chooser_, mode_, load_); }
   const NetModel& model() const { return m_; }
 
   // A hierarchical algorithm in k chunks, each chunk's local phases before and after its phase
@@ -352,8 +362,8 @@ class Schedule {
 
  private:
   enum class Mode { kTimed, kCounting, kLoad };
-  Schedule(const Layout& layout, const NetModel& m, Mode mode, Resource r = {Resource::kOut, 0})
-      : layout_(layout), m_(m), p_(layout.ranks()), mode_(mode), load_(r) {}
+  Schedule(const Layout& layout, const NetModel& m, const NetModel* chooser, Mode mode, Resource r = {Resource::kOut, 0})
+      : layout_(layout), m_(m), chooser_(chooser), p_(layout.ranks()), mode_(mode), load_(r) {}
   // Shared-memory copies of `bytes` by each rank of every host: the local resource's.
   double shm_load(double bytes) const { return load_.kind == Resource::kLocal ? bytes / m_.shm.bytes_per_s : 0.0; }
   // Where load_ is the shared cores: the core-seconds of copying `bytes` (all ranks' together).
@@ -387,6 +397,7 @@ class Schedule {
   }
   Layout layout_;
   const NetModel& m_;
+  const NetModel* chooser_;
   int p_;
   Mode mode_ = Mode::kTimed;
   Resource load_;

@@ -26,7 +26,7 @@ std::optional<double> predict(Collective c, std::string_view a, double bytes, si
 
 // The hierarchical algorithms' phase among hosts (one rank each): the cheapest flat algorithm.
 double among_hosts(Collective c, size_t bytes, const Schedule& lead, const Schedule& s) {
-  return *predict(c, cheapest_among_hosts(c, bytes, lead.size(), s.model()), static_cast<double>(bytes), bytes, lead);
+  return *predict(c, cheapest_among_hosts(c, bytes, lead.size(), s.chooser()), static_cast<double>(bytes), bytes, lead);
 }
 
 // hier all_reduce in k chunks: reduce on the host, the cheapest all_reduce among hosts, broadcast.
@@ -152,7 +152,7 @@ Pipeline pipeline_of(Collective c) {
 // hier `c` as the model prices it: in its cheapest chunk count.
 double hier_priced(Collective c, size_t bytes, size_t count, const Schedule& s) {
   const Pipeline pipeline = pipeline_of(c);
-  return pipeline.priced(bytes, cheapest_chunks(bytes, count, s.timed(), pipeline), s.leaders(), s);
+  return pipeline.priced(bytes, cheapest_chunks(bytes, count, s.choosing(), pipeline), s.leaders(), s);
 }
 
 std::optional<double> predict(Collective c, std::string_view a, double bytes, size_t raw, const Schedule& s) {
@@ -257,17 +257,27 @@ int hier_chunks(Collective c, size_t bytes, size_t count, const Layout& layout, 
   return cheapest_chunks(bytes, count, Schedule(layout, model), pipeline);
 }
 
-std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
-                                      const NetModel& model) {
+namespace {
+
+// predict_seconds priced on `model` with the choices (Schedule's chooser) of `chooser`.
+std::optional<double> predict_choosing(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                       const NetModel& model, const NetModel& chooser) {
   if (layout.hosts < 1 || layout.per_host < 1) return std::nullopt;
   if (layout.ranks() == 1) return 0.0;
   // One rank per host: hier is its phase among hosts, a flat algorithm ranked on its own (the
   // two tied, and the registry's order gave hier the choice that the grid cannot force there).
   if (layout.per_host == 1 && algorithm == "hier") return std::nullopt;
-  const Schedule s(layout, model);
+  const Schedule s(layout, model, &chooser);
   const std::optional<double> seconds = predict(c, algorithm, static_cast<double>(bytes), bytes, s);
   if (!seconds) return seconds;
   return std::max(*seconds, shared_cores_floor(c, algorithm, bytes, s));
+}
+
+}  // namespace
+
+std::optional<double> predict_seconds(Collective c, std::string_view algorithm, size_t bytes, const Layout& layout,
+                                      const NetModel& model) {
+  return predict_choosing(c, algorithm, bytes, layout, model, model);
 }
 
 namespace {
@@ -313,7 +323,8 @@ std::optional<double> rooted_loop(Collective c, std::string_view a, size_t bytes
   const Layout hosts{layout.hosts, 1};
   auto p = rooted_call(c, flat, static_cast<double>(bytes), layout.hosts);
   if (!p) return std::nullopt;
-  return *predict_seconds(c, a, bytes, layout, m) - *predict_seconds(c, flat, bytes, hosts, m) + loop_period(*p, hosts, m);
+  return *predict_choosing(c, a, bytes, layout, m, chooser) - *predict_seconds(c, flat, bytes, hosts, m) +
+         loop_period(*p, hosts, m);
 }
 
 // A call's price on `m` where calls run back to back and only a rooted call's next agreement
@@ -322,10 +333,10 @@ std::optional<double> rooted_loop(Collective c, std::string_view a, size_t bytes
 // latencies and messages alone.
 double rooted_loop_or_one_call(Collective c, std::string_view a, size_t bytes, const Layout& layout,
                                const NetModel& chooser, const NetModel& m) {
-  const double single = *predict_seconds(c, a, bytes, layout, m);
+  const double single = *predict_choosing(c, a, bytes, layout, m, chooser);
   const std::optional<double> looped = rooted_loop(c, a, bytes, layout, chooser, m);
   if (!looped) return single;
-  return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, Schedule(layout, m))));
+  return std::min(single, std::max(*looped, shared_cores_floor(c, a, bytes, Schedule(layout, m, &chooser))));
 }
 
 }  // namespace

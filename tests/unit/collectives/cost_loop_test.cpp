@@ -119,5 +119,33 @@ TEST(CostLoop, LargeRootedCallsStillRunTheNextAgreementBesideTheirData) {
   }
 }
 
+TEST(CostLoop, HiersLatenciesAreThoseOfTheAlgorithmItRunsAmongHosts) {
+  // The links of the grid of 2026-12-03 20:11 (1 Gbit/s + 200 us). Among 3 hosts the model runs
+  // hier all_reduce's 64 KiB as a ring (its cheapest by one call), 4 latencies; calls back to
+  // back take at least the ring's own loop among the leaders (3 x 2 measured 1,711 us, the
+  // ring on 3 x 1 1,544; priced with recursive doubling's 2 latencies and the ring's bytes,
+  // 747).
+  const NetModel m = parse_net_model("net=117MB@298us,host=644MB@29us,shm=1579MB@14us,msg=14us");
+  const size_t bytes = 64 << 10;
+  const std::string_view among = cheapest_among_hosts(Collective::AllReduce, bytes, 3, m);
+  EXPECT_EQ(among, "ring");
+  const double leaders = *predict_loop_seconds(Collective::AllReduce, among, bytes, Layout{3, 1}, m);
+  const double hier = *predict_loop_seconds(Collective::AllReduce, "hier", bytes, Layout{3, 2}, m);
+  EXPECT_GE(hier, leaders);
+  EXPECT_GE(leaders, 4 * 298e-6);
+  // And so for every collective hier runs a flat algorithm among hosts for, at sizes the loops
+  // overlap, on 3 and 4 hosts: never under that algorithm's own loop (all_gather's leaders
+  // move a host's 2 blocks).
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::Broadcast, Collective::Reduce})
+    for (int hosts : {3, 4})
+      for (size_t b : {size_t{8}, size_t{4} << 10, size_t{32} << 10, size_t{64} << 10}) {
+        const size_t among_bytes = c == Collective::AllGather ? 2 * b : b;
+        const std::string_view flat = cheapest_among_hosts(c, among_bytes, hosts, m);
+        EXPECT_GE(*predict_loop_seconds(c, "hier", b, Layout{hosts, 2}, m),
+                  *predict_loop_seconds(c, flat, among_bytes, Layout{hosts, 1}, m) * 0.999)
+            << collective_name(c) << " " << hosts << " hosts, " << b << " B";
+      }
+}
+
 }  // namespace
 }  // namespace spmd::algo
