@@ -34,13 +34,15 @@ NEAR, SHORT_NEAR, SHORT_CALL_US, MAX_TRIAL_US, WITHIN = 2.0, 3.0, 200.0, 5e5, 1.
 
 
 def grids(path):
-    """Every '#'-headed table of `path`: its heading, its links (SPMD_NET) and its rows."""
+    """Every '#'-headed table of `path`: its heading, its links (SPMD_NET), what spmd-sim's
+    predictions added to them ('add': the shared cores, "" where none), whether its calls were
+    timed one at a time ('sync': cost_model.sh --sync) and its rows."""
     out, cur = [], None
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     for line in lines:
         if line.startswith("#"):
-            cur = {"title": line.strip("# \n"), "net": None, "rows": []}
+            cur = {"title": line.strip("# \n"), "net": None, "add": "", "sync": False, "rows": []}
             out.append(cur)
         elif cur is not None and line.startswith("| ") and not line.startswith("| rate"):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -50,6 +52,9 @@ def grids(path):
             m = re.search(r"SPMD_NET=([^`\s]+)`", line)
             if m:
                 cur["net"] = m.group(1)
+                added = re.search(r"predictions add `([^`]+)`", line)
+                cur["add"] = added.group(1) if added else ""
+                cur["sync"] = "--sync" in line
     return [g for g in out if g["net"] and g["rows"]]
 
 

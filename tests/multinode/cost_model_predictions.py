@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""spmd-sim against every stored grid: how many forced rows it predicts within 25 %.
+
+Judges every stored grid of docs/cost_model_grid.md (cost_model.sh's tables, with the SPMD_NET
+each run measured and what its predictions added, the shared cores) with spmd-sim as it is
+now: each forced row's measured time against spmd-sim's price for it, calls back to back
+(spmd-sim --loop) where the grid timed loops, one call where it timed single calls (--sync).
+cost_model_rescore.sh does the same for one grid at a time; this is every grid at once, so a
+change to the schedules is weighed against every row ever measured. No job runs: seconds.
+
+    cost_model_predictions.py BIN_DIR GRID.md [--section TEXT] [--all] [-v]
+
+--section: only the grids whose heading holds TEXT; --all: unpinned grids too (the default:
+pinned, as cost_model_candidates.py); -v: every row outside 25 %, with its error.
+Columns: rows (forced rows spmd-sim prices), within 25 % of them, below 1 MiB and from 1 MiB,
+and hier's rows.
+"""
+import argparse
+import collections
+import sys
+
+from cost_model_candidates import Sim, grids
+
+WITHIN = 0.25
+
+
+def judge(grid, sim, verbose):
+    count = collections.Counter()
+    net = grid["net"] + ("," + grid["add"] if grid["add"] else "")
+    for _rate, layout, coll, algo, size, measured, *_ in grid["rows"]:
+        if algo.startswith(("default", "measured")) or coll in ("barrier", "all_to_allv"):
+            continue
+        try:
+            hosts, per_host = map(int, layout.split("x"))
+            us, size = float(measured), int(size)
+        except ValueError:
+            continue
+        priced = sim.prices(coll, hosts, per_host, size, net, not grid["sync"]).get(algo)
+        if priced is None:
+            continue  # an algorithm spmd-sim no longer knows
+        error = priced[0] / us - 1
+        good = abs(error) <= WITHIN
+        part = "from 1 MiB" if size >= (1 << 20) - 64 else "below 1 MiB"
+        for key in ("rows", part + " rows") + (("hier rows",) if algo == "hier" else ()):
+            count[key] += 1
+            count[key.replace("rows", "within")] += good
+        if verbose and not good:
+            print(f"    {layout} {coll} {algo} {size}: measured {us:.1f} us, priced {priced[0]:.1f} ({error:+.0%})")
+    return count
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("bin_dir")
+    p.add_argument("grid")
+    p.add_argument("--section", default="")
+    p.add_argument("--all", action="store_true")
+    p.add_argument("-v", action="store_true")
+    a = p.parse_args()
+    sim, total = Sim(a.bin_dir), collections.Counter()
+
+    def cells(c):
+        return " | ".join(f"{c[k + ' within']} of {c[k + ' rows']}" for k in ("below 1 MiB", "from 1 MiB", "hier"))
+
+    print("| grid | within 25 % | below 1 MiB | from 1 MiB | hier's rows |")
+    print("|---|---|---|---|---|")
+    for grid in grids(a.grid):
+        pinned = "pin" in grid["rows"][0][0]
+        if a.section not in grid["title"] or not (pinned or a.all):
+            continue
+        c = judge(grid, sim, a.v)
+        if c["rows"]:
+            total += c
+            print(f"| {grid['title']} | {c['within']} of {c['rows']} | {cells(c)} |")
+    print(f"| all | {total['within']} of {total['rows']} | {cells(total)} |")
+    return 0 if total["rows"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
