@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
-#include <limits>
 #include <utility>
 #include <vector>
 
