@@ -118,22 +118,31 @@ def judge(grid, sim, candidates_most, verbose):
     return count
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(doc):
+    """The command line of this script and cost_model_predictions.py: BIN_DIR GRID.md
+    [--section TEXT] [--all] [-v] (the parser, for more options)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("bin_dir")
     p.add_argument("grid")
     p.add_argument("--section", default="")
     p.add_argument("--all", action="store_true")
-    p.add_argument("--candidates", type=int, help="as if the trials tried the model's first N (default: spmd-sim's 'tried')")
     p.add_argument("-v", action="store_true")
+    return p
+
+
+def selected(a):
+    """The grids the command line names: headings that hold --section, pinned unless --all."""
+    return [g for g in grids(a.grid) if a.section in g["title"] and ("pin" in g["rows"][0][0] or a.all)]
+
+
+def main():
+    p = arguments(__doc__)
+    p.add_argument("--candidates", type=int, help="as if the trials tried the model's first N (default: spmd-sim's 'tried')")
     a = p.parse_args()
     sim, total = Sim(a.bin_dir), collections.Counter()
     print("| grid | cells | one call's choice | loop's cheapest | best of the trials' candidates |")
     print("|---|---|---|---|---|")
-    for grid in grids(a.grid):
-        pinned = "pin" in grid["rows"][0][0]
-        if a.section not in grid["title"] or not (pinned or a.all):
-            continue
+    for grid in selected(a):
         c = judge(grid, sim, a.candidates, a.v)
         if c["cells"]:
             total += c

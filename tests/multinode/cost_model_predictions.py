@@ -15,11 +15,10 @@ pinned, as cost_model_candidates.py); -v: every row outside 25 %, with its error
 Columns: rows (forced rows spmd-sim prices), within 25 % of them, below 1 MiB and from 1 MiB,
 and hier's rows.
 """
-import argparse
 import collections
 import sys
 
-from cost_model_candidates import Sim, grids
+from cost_model_candidates import Sim, arguments, selected
 
 WITHIN = 0.25
 
@@ -50,13 +49,7 @@ def judge(grid, sim, verbose):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("bin_dir")
-    p.add_argument("grid")
-    p.add_argument("--section", default="")
-    p.add_argument("--all", action="store_true")
-    p.add_argument("-v", action="store_true")
-    a = p.parse_args()
+    a = arguments(__doc__).parse_args()
     sim, total = Sim(a.bin_dir), collections.Counter()
 
     def cells(c):
@@ -64,10 +57,7 @@ def main():
 
     print("| grid | within 25 % | below 1 MiB | from 1 MiB | hier's rows |")
     print("|---|---|---|---|---|")
-    for grid in grids(a.grid):
-        pinned = "pin" in grid["rows"][0][0]
-        if a.section not in grid["title"] or not (pinned or a.all):
-            continue
+    for grid in selected(a):
         c = judge(grid, sim, a.v)
         if c["rows"]:
             total += c
