@@ -135,20 +135,31 @@ def selected(a):
     return [g for g in grids(a.grid) if a.section in g["title"] and ("pin" in g["rows"][0][0] or a.all)]
 
 
+def tabulate(a, header, judge_grid, cells, judged):
+    """Prints a table of every grid the command line selects and their sum: `judge_grid(grid)`
+    counts a grid (a Counter; a grid whose count `judged` is 0 is left out), `cells(counter)`
+    its row's cells after the title, `header` the titles after 'grid'. The exit status: 1 where
+    no grid held anything to judge."""
+    print(f"| grid | {' | '.join(header)} |")
+    print("|---" * (len(header) + 1) + "|")
+    total = collections.Counter()
+    for grid in selected(a):
+        c = judge_grid(grid)
+        if c[judged]:
+            total += c
+            print(f"| {grid['title']} | {cells(c)} |")
+    print(f"| all | {cells(total)} |")
+    return 0 if total[judged] else 1
+
+
 def main():
     p = arguments(__doc__)
     p.add_argument("--candidates", type=int, help="as if the trials tried the model's first N (default: spmd-sim's 'tried')")
     a = p.parse_args()
-    sim, total = Sim(a.bin_dir), collections.Counter()
-    print("| grid | cells | one call's choice | loop's cheapest | best of the trials' candidates |")
-    print("|---|---|---|---|---|")
-    for grid in selected(a):
-        c = judge(grid, sim, a.candidates, a.v)
-        if c["cells"]:
-            total += c
-            print(f"| {grid['title']} | {c['cells']} | {c['one call']} | {c['loop']} | {c['trials']} |")
-    print(f"| all | {total['cells']} | {total['one call']} | {total['loop']} | {total['trials']} |")
-    return 0 if total["cells"] else 1
+    sim = Sim(a.bin_dir)
+    return tabulate(a, ["cells", "one call's choice", "loop's cheapest", "best of the trials' candidates"],
+                    lambda grid: judge(grid, sim, a.candidates, a.v),
+                    lambda c: f"{c['cells']} | {c['one call']} | {c['loop']} | {c['trials']}", "cells")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ and hier's rows.
 import collections
 import sys
 
-from cost_model_candidates import Sim, arguments, selected
+from cost_model_candidates import Sim, arguments, tabulate
 
 WITHIN = 0.25
 
@@ -50,20 +50,14 @@ def judge(grid, sim, verbose):
 
 def main():
     a = arguments(__doc__).parse_args()
-    sim, total = Sim(a.bin_dir), collections.Counter()
+    sim = Sim(a.bin_dir)
 
     def cells(c):
-        return " | ".join(f"{c[k + ' within']} of {c[k + ' rows']}" for k in ("below 1 MiB", "from 1 MiB", "hier"))
+        parts = ("", "below 1 MiB ", "from 1 MiB ", "hier ")
+        return " | ".join(f"{c[k + 'within']} of {c[k + 'rows']}" for k in parts)
 
-    print("| grid | within 25 % | below 1 MiB | from 1 MiB | hier's rows |")
-    print("|---|---|---|---|---|")
-    for grid in selected(a):
-        c = judge(grid, sim, a.v)
-        if c["rows"]:
-            total += c
-            print(f"| {grid['title']} | {c['within']} of {c['rows']} | {cells(c)} |")
-    print(f"| all | {total['within']} of {total['rows']} | {cells(total)} |")
-    return 0 if total["rows"] else 1
+    header = ["within 25 %", "below 1 MiB", "from 1 MiB", "hier's rows"]
+    return tabulate(a, header, lambda grid: judge(grid, sim, a.v), cells, "rows")
 
 
 if __name__ == "__main__":
