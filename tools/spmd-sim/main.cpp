@@ -4,6 +4,7 @@
 // cost_model.hpp, select.hpp), so what it prints is what a job of that shape would do.
 //
 //   spmd-sim -c all_reduce --nodes 8,64,512,4096 --ranks-per-node 8 --net net=100Gbit@5us
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -178,9 +179,7 @@ int main(int argc, char** argv) {
         }
         std::vector<spmd::algo::Ranked> tried = spmd::algo::Trials::candidates_across_hosts(coll, bytes, g);
         auto is_tried = [&](const spmd::algo::Ranked& r) {
-          for (const auto& t : tried)
-            if (t.algorithm == r.algorithm) return true;
-          return false;
+          return std::any_of(tried.begin(), tried.end(), [&](const auto& t) { return t.algorithm == r.algorithm; });
         };
         if (o.loop)  // selection's choice stays first: it prices one call
           for (auto& r : ranked)
