@@ -67,14 +67,33 @@ class Sim:
         tried the trials' candidates."""
         key = (coll, hosts, per_host, size, net, loop)
         if key not in self.cache:
-            cmd = [self.bin, "-c", coll, "--nodes", str(hosts), "--ranks-per-node", str(per_host),
-                   "-s", str(size), "--net", net, "--csv"] + (["--loop"] if loop else [])
-            run = subprocess.run(cmd, capture_output=True, text=True)
-            if run.returncode != 0:
-                sys.exit(f"cost_model_candidates.py: {' '.join(cmd)} failed: {run.stderr.strip()}")
-            rows = [r.split(",") for r in run.stdout.splitlines() if r[:1].isdigit()]
-            self.cache[key] = {r[3]: (float(r[4]), r[5] == "1", r[7] == "1") for r in rows}
+            self.prefetch(coll, hosts, per_host, [size], net, loop)
         return self.cache[key]
+
+    def prefetch(self, coll, hosts, per_host, sizes, net, loop):
+        """Prices every size of `sizes` with one spmd-sim run (a process per cell took the
+        scripts most of their time)."""
+        sizes = sorted({s for s in sizes if (coll, hosts, per_host, s, net, loop) not in self.cache})
+        if not sizes:
+            return
+        cmd = [self.bin, "-c", coll, "--nodes", str(hosts), "--ranks-per-node", str(per_host),
+               "-s", ",".join(map(str, sizes)), "--net", net, "--csv"] + (["--loop"] if loop else [])
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"cost_model_candidates.py: {' '.join(cmd)} failed: {run.stderr.strip()}")
+        # One group of rows per size asked, in order, each led by selection's choice (chosen = 1);
+        # sizes rounded to whole elements may print alike, so groups are told apart by that mark.
+        groups = []
+        for r in (r.split(",") for r in run.stdout.splitlines() if r[:1].isdigit()):
+            if r[5] == "1":
+                groups.append({})
+            groups[-1][r[3]] = (float(r[4]), r[5] == "1", r[7] == "1")
+        if not groups:  # one node: the model prices nothing
+            groups = [{} for _ in sizes]
+        if len(groups) != len(sizes):
+            sys.exit(f"cost_model_candidates.py: {' '.join(cmd)} printed {len(groups)} sizes, not {len(sizes)}")
+        for size, group in zip(sizes, groups):
+            self.cache[(coll, hosts, per_host, size, net, loop)] = group
 
 
 def judge(grid, sim, candidates_most, verbose):
@@ -86,6 +105,13 @@ def judge(grid, sim, candidates_most, verbose):
             forced[(layout, coll, int(size))][algo] = float(measured)
         except ValueError:
             pass
+    by_call = collections.defaultdict(list)  # (layout, collective) -> sizes
+    for layout, coll, size in forced:
+        by_call[(layout, coll)].append(size)
+    for (layout, coll), sizes in by_call.items():
+        hosts, per_host = map(int, layout.split("x"))
+        for loop in (False, True):
+            sim.prefetch(coll, hosts, per_host, sizes, grid["net"], loop)
     count = collections.Counter()
     for (layout, coll, size), rows in sorted(forced.items()):
         hosts, per_host = map(int, layout.split("x"))

@@ -23,17 +23,28 @@ from cost_model_candidates import Sim, arguments, tabulate
 WITHIN = 0.25
 
 
-def judge(grid, sim, verbose):
-    count = collections.Counter()
-    net = grid["net"] + ("," + grid["add"] if grid["add"] else "")
+def forced_rows(grid):
+    """(hosts, ranks a host, collective, algorithm, size, measured us) of every forced row."""
     for _rate, layout, coll, algo, size, measured, *_ in grid["rows"]:
         if algo.startswith(("default", "measured")) or coll in ("barrier", "all_to_allv"):
             continue
         try:
             hosts, per_host = map(int, layout.split("x"))
-            us, size = float(measured), int(size)
+            yield hosts, per_host, coll, algo, int(size), float(measured)
         except ValueError:
             continue
+
+
+def judge(grid, sim, verbose):
+    count = collections.Counter()
+    net = grid["net"] + ("," + grid["add"] if grid["add"] else "")
+    rows = list(forced_rows(grid))
+    sizes = collections.defaultdict(list)  # (hosts, ranks a host, collective) -> sizes
+    for hosts, per_host, coll, _algo, size, _us in rows:
+        sizes[(hosts, per_host, coll)].append(size)
+    for (hosts, per_host, coll), asked in sizes.items():
+        sim.prefetch(coll, hosts, per_host, asked, net, not grid["sync"])
+    for hosts, per_host, coll, algo, size, us in rows:
         priced = sim.prices(coll, hosts, per_host, size, net, not grid["sync"]).get(algo)
         if priced is None:
             continue  # an algorithm spmd-sim no longer knows
@@ -44,7 +55,7 @@ def judge(grid, sim, verbose):
             count[key] += 1
             count[key.replace("rows", "within")] += good
         if verbose and not good:
-            print(f"    {layout} {coll} {algo} {size}: measured {us:.1f} us, priced {priced[0]:.1f} ({error:+.0%})")
+            print(f"    {hosts}x{per_host} {coll} {algo} {size}: measured {us:.1f} us, priced {priced[0]:.1f} ({error:+.0%})")
     return count
 
 
